@@ -45,17 +45,8 @@ func lbCluster(policy string, ports ...int) string {
 // the upstream that answered and the response's Set-Cookie.
 func lbGet(port int, path string, header ...string) (int, string, string) {
 	GinkgoHelper()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	req, err := http.NewRequest("GET", listenerURL(port, path), nil)
-	Expect(err).NotTo(HaveOccurred())
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	resp, err := c.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, resp.Header.Get("x-upstream"), resp.Header.Get("set-cookie")
+	status, _, h := stickyGet(port, path, header...)
+	return status, h.Get("x-upstream"), h.Get("set-cookie")
 }
 
 // lbProxy starts a sidecar whose one route goes to cluster "up" with the

@@ -267,7 +267,7 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
-	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap, supportedTransportTap, supportedUpstreamProxyProtocol, supportedInternalUpstream,
+	supportedUpgrades, supportedCompression, supportedStatefulSession, supportedTracing, supportedNetLimits, supportedTap, supportedTransportTap, supportedUpstreamProxyProtocol, supportedInternalUpstream,
 	supportedRBAC, supportedFiltersTail, supportedExtProc,
 	supportedLocality, supportedDFP,
 	supportedOnDemand, supportedUpstreamLog,

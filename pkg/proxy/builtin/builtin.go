@@ -60,6 +60,7 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	httpsfsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_filter_state/v3"
 	setmetadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_metadata/v3"
+	statefulsessionv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/stateful_session/v3"
 	taphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/tap/v3"
 	upstreamcodecv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/upstream_codec/v3"
 	httpinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
@@ -87,6 +88,9 @@ import (
 	preservecasev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/header_formatters/preserve_case/v3"
 	ipcustomheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/custom_header/v3"
 	ipxffv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/xff/v3"
+	sessioncookiev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/cookie/v3"
+	sessionenvelopev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/envelope/v3"
+	sessionheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/header/v3"
 	allowlistedv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/allow_listed_routes/v3"
 	previousroutesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/previous_routes/v3"
 	safeschemev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/safe_cross_scheme/v3"
@@ -174,6 +178,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	httpsetfilterstate "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/setfilterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/setmetadata"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/statefulsession"
 	httptap "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/tap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/upstreamcodec"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/httpinspector"
@@ -202,6 +207,10 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid/uuid"
 	routetable "github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate"
+	sessioncookie "github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate/cookie"
+	sessionenvelope "github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate/envelope"
+	sessionheader "github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate/header"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
@@ -306,6 +315,7 @@ func Registry() *extension.Registry {
 		extension.Of(router.Name, HTTPFilters, &routerv3.Router{}, router.Factory{}),
 		extension.Of(httpsetfilterstate.Name, HTTPFilters, &httpsfsv3.Config{}, httpsetfilterstate.Factory{}),
 		extension.Of(setmetadata.Name, HTTPFilters, &setmetadatav3.Config{}, setmetadata.Factory{}),
+		extension.Of(statefulsession.Name, HTTPFilters, &statefulsessionv3.StatefulSession{}, statefulsession.Factory{}).WithRouteConfig(&statefulsessionv3.StatefulSessionPerRoute{}),
 		extension.Of(httptap.Name, HTTPFilters, &taphttpv3.Tap{}, httptap.Factory{}),
 
 		extension.Of(simple.Name, cache.StorageCategory, &simplecachev3.SimpleHttpCacheConfig{}, simple.NewFactory()),
@@ -332,6 +342,10 @@ func Registry() *extension.Registry {
 		extension.Of(tcpproxy.Name, NetworkFilters, &tcpproxyv3.TcpProxy{}, tcpproxy.Factory{}),
 
 		extension.Of(udpproxy.Name, udpfilter.Category, &udpproxyv3.UdpProxyConfig{}, udpproxy.Factory{}),
+
+		extension.Of(sessioncookie.Name, sessionstate.Category, &sessioncookiev3.CookieBasedSessionState{}, sessioncookie.Factory{}),
+		extension.Of(sessionenvelope.Name, sessionstate.Category, &sessionenvelopev3.EnvelopeSessionState{}, sessionenvelope.Factory{}),
+		extension.Of(sessionheader.Name, sessionstate.Category, &sessionheaderv3.HeaderBasedSessionState{}, sessionheader.Factory{}),
 
 		extension.Of(lb.LeastRequestName, lb.Category, &leastrequestv3.LeastRequest{}, lb.LeastRequestFactory{}),
 		extension.Of(lb.MaglevName, lb.Category, &maglevv3.Maglev{}, lb.MaglevFactory{}),

@@ -146,6 +146,8 @@ type hostSet struct {
 	byAddr map[string]*upstream.Host
 	// policy is the load assignment's policy the set's balancer follows.
 	policy assignmentPolicy
+	// override finds hosts by address for override picks (overridehost.go).
+	override overrideIndex
 }
 
 // assignmentPolicy is what of a load assignment's policy the balancer
@@ -680,6 +682,13 @@ func (c *Cluster) pickHost(pc *upstream.PickContext) *upstream.Host {
 			return nil
 		}
 		return c.pickOrigDst(dst)
+	}
+	if pc != nil && pc.Override.Address != "" {
+		// A host asked for by address (stateful sessions) comes before
+		// the balancer; a strict request has no other.
+		if h := c.pickOverride(pc); h != nil || pc.Override.Strict {
+			return h
+		}
 	}
 	if c.settings.hashPolicy != nil && pc != nil {
 		pc = c.withLbHashPolicy(pc)

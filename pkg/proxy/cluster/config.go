@@ -135,6 +135,9 @@ type settings struct {
 	// every host's connections drain when hosts join or leave (see
 	// drainAllHosts).
 	closeOnSetChange bool
+	// overrideStatuses are the health statuses a host asked for by
+	// address may have (common_lb_config.override_host_status).
+	overrideStatuses overrideStatuses
 	// notes are things worth a warning that are not errors: settings
 	// Envoy ignores for the cluster's type, accepted as Envoy does.
 	notes []string
@@ -289,6 +292,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	s.ignoreHealthOnRemoval = c.GetIgnoreHealthOnHostRemoval()
 	s.closeOnHealthFailure = c.GetCloseConnectionsOnHostHealthFailure()
 	s.closeOnSetChange = c.GetCommonLbConfig().GetCloseConnectionsOnHostSetChange()
+	s.overrideStatuses = buildOverrideStatuses(c)
 	if w := c.GetCommonLbConfig().GetUpdateMergeWindow(); w != nil && w.AsDuration() != 0 {
 		// Outrigger applies every host set update at once: Envoy's
 		// behaviour with a window of 0s, the only one accepted.

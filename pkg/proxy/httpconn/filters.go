@@ -402,6 +402,7 @@ func (s *stream) Info() httpfilter.StreamInfo {
 		ContentLength:       s.reqLength,
 		MaxHeadersCount:     s.m.cfg.maxHeadersCount,
 		UpstreamRequestSent: s.upSent,
+		UpstreamHost:        s.entry.UpstreamHost,
 	}
 }
 

@@ -631,8 +631,9 @@ func (s *stream) hedgeStart(h *hedger) bool {
 	host := s.cluster.PickHost(&s.pick)
 	if host == nil {
 		s.hedgeDropAll(h)
-		s.chargeCode(s.cluster.Stats(), 503)
-		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
+		status := s.noHostStatus()
+		s.chargeCode(s.cluster.Stats(), status)
+		s.localReply(status, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
 		return false
 	}
 	s.rewindAttemptBody()

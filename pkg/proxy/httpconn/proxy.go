@@ -93,7 +93,7 @@ func (s *stream) forward() {
 		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload", "")
 		return
 	}
-	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route), DynamicMetadata: s.entry.DynamicMetadata, FilterState: s}
+	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route), DynamicMetadata: s.entry.DynamicMetadata, FilterState: s, Override: s.override}
 	// The hash key is computed only if the cluster's balancer reads it
 	// (PickHash), with the route's hash_policy, or with the balancer's
 	// own (PickHashWith).
@@ -138,8 +138,9 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	if host == nil {
 		// Counted as the upstream's answer, as Envoy's
 		// sendNoHealthyUpstreamResponse counts it.
-		s.chargeCode(cl.Stats(), 503)
-		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
+		status := s.noHostStatus()
+		s.chargeCode(cl.Stats(), status)
+		s.localReply(status, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
 		return false
 	}
 	cl, ps := s.beginAttempt(cl, route, host)

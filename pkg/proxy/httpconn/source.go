@@ -30,3 +30,18 @@ func (s *stream) upstreamBase() context.Context {
 
 // SetUpstreamSource implements httpfilter.Stream.
 func (s *stream) SetUpstreamSource(src upstream.Source) { s.upSource = src }
+
+// SetUpstreamOverrideHost implements httpfilter.Stream: the request's
+// picks carry o (see pickContext).
+func (s *stream) SetUpstreamOverrideHost(o upstream.OverrideHost) { s.override = o }
+
+// noHostStatus is the status of a request no host was picked for: 503,
+// or the stateful session's status_on_strict_destination_not_found when
+// a strict request named a host the cluster does not have (a host it
+// has with a health status it refuses still gets 503, as in Envoy).
+func (s *stream) noHostStatus() int {
+	if p := &s.pick; p.Override.Strict && p.OverrideOutcome == upstream.OverrideMissing && p.Override.MissingStatus != 0 {
+		return p.Override.MissingStatus
+	}
+	return 503
+}

@@ -115,6 +115,9 @@ type stream struct {
 	// (the original_src listener filter's), upSource the request's (the
 	// original_src HTTP filter may set its own); an invalid Addr is none.
 	connSource, upSource upstream.Source
+	// override is the host a filter asked for by address (stateful
+	// sessions), Address "" for none.
+	override upstream.OverrideHost
 	// connUpCtx is the connection's upstream context, carrying the
 	// downstream side a cluster's upstream PROXY header describes (nil:
 	// none; see Manager.proxyProtocolState).
@@ -406,6 +409,7 @@ func (s *stream) begin(real time.Time, proto string) {
 		s.remoteIP = s.conn.remoteIP
 	}
 	s.upSource = s.connSource
+	s.override = upstream.OverrideHost{}
 	clear(s.setCookies)
 	s.setCookies = s.setCookies[:0]
 	s.attemptCountInResponse = false

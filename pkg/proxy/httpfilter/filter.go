@@ -285,6 +285,12 @@ type Stream interface {
 	// it): they bind its address with IP_TRANSPARENT and carry its mark,
 	// and are shared only with requests asking for the same.
 	SetUpstreamSource(src upstream.Source)
+	// SetUpstreamOverrideHost asks the cluster for the host of o's
+	// address before its load balancer (Envoy's setUpstreamOverrideHost,
+	// as the stateful session filter uses it): the cluster picks it when
+	// its override_host_status allows the host's health status; otherwise
+	// a strict request fails with 503, another is balanced as usual.
+	SetUpstreamOverrideHost(o upstream.OverrideHost)
 	// ConnectionState returns the value kept under key for the
 	// downstream connection the request came on, made by create on first
 	// use; it lives as long as the connection and is shared by the
@@ -378,4 +384,7 @@ type StreamInfo struct {
 	// upstream_rq_time). It is zero when no response came from upstream
 	// (a local reply).
 	UpstreamRequestSent time.Time
+	// UpstreamHost is the address of the host the request was sent to
+	// (its last attempt's), "" when none was picked.
+	UpstreamHost string
 }

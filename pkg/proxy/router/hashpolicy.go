@@ -153,30 +153,48 @@ func CompileHashPolicy(list []*routev3.RouteAction_HashPolicy) (*HashPolicy, err
 	return p, nil
 }
 
-// newCookieGen prepares the Set-Cookie header of a generated cookie as
-// Envoy's makeSetCookieValue writes it (seconds of ttl only; Max-Age is
-// left out for a zero ttl, which makes a session cookie).
+// newCookieGen prepares the Set-Cookie header of a generated cookie.
 func newCookieGen(c *routev3.RouteAction_HashPolicy_Cookie) *cookieGen {
-	var suffix strings.Builder
-	suffix.WriteByte('"')
-	if ttl := c.GetTtl().GetSeconds(); ttl != 0 {
-		suffix.WriteString("; Max-Age=")
-		suffix.WriteString(strconv.FormatInt(ttl, 10))
-	}
-	if p := c.GetPath(); p != "" {
-		suffix.WriteString("; Path=")
-		suffix.WriteString(p)
-	}
+	attrs := make([]CookieAttribute, 0, len(c.GetAttributes()))
 	for _, a := range c.GetAttributes() {
-		suffix.WriteString("; ")
-		suffix.WriteString(a.GetName())
-		if v := a.GetValue(); v != "" {
-			suffix.WriteByte('=')
-			suffix.WriteString(v)
+		attrs = append(attrs, CookieAttribute{Name: a.GetName(), Value: a.GetValue()})
+	}
+	prefix, suffix := SetCookieFrame(c.GetName(), c.GetTtl().GetSeconds(), c.GetPath(), attrs)
+	return &cookieGen{prefix: prefix, suffix: suffix}
+}
+
+// CookieAttribute is one attribute of a cookie Outrigger sets: "name" or
+// "name=value".
+type CookieAttribute struct {
+	Name, Value string
+}
+
+// SetCookieFrame returns what goes before and after a cookie's value in
+// the Set-Cookie header of a cookie Outrigger sets, as Envoy's
+// makeSetCookieValue writes it with HttpOnly: name="<value>"; Max-Age=ttl
+// (left out for a zero ttl, which makes a session cookie); Path=path
+// (when not empty); the attributes; HttpOnly.
+func SetCookieFrame(name string, ttlSeconds int64, path string, attrs []CookieAttribute) (prefix, suffix string) {
+	var b strings.Builder
+	b.WriteByte('"')
+	if ttlSeconds != 0 {
+		b.WriteString("; Max-Age=")
+		b.WriteString(strconv.FormatInt(ttlSeconds, 10))
+	}
+	if path != "" {
+		b.WriteString("; Path=")
+		b.WriteString(path)
+	}
+	for _, a := range attrs {
+		b.WriteString("; ")
+		b.WriteString(a.Name)
+		if a.Value != "" {
+			b.WriteByte('=')
+			b.WriteString(a.Value)
 		}
 	}
-	suffix.WriteString("; HttpOnly")
-	return &cookieGen{prefix: c.GetName() + `="`, suffix: suffix.String()}
+	b.WriteString("; HttpOnly")
+	return name + `="`, b.String()
 }
 
 // Hash computes the request's hash key: each entry that yields a hash

@@ -82,6 +82,11 @@ type PickContext struct {
 	ForceLevel    bool
 	Level         int
 	LevelDegraded bool
+	// Override is the host the request asks for by address (the stateful
+	// session filter's), Address "" for none; the cluster records what
+	// became of it in OverrideOutcome.
+	Override        OverrideHost
+	OverrideOutcome OverrideOutcome
 }
 
 // Hasher computes the hash key of a pick on demand.

@@ -119,6 +119,8 @@ type Stream struct {
 	Remote   string
 	// UpstreamSource is what SetUpstreamSource recorded.
 	UpstreamSource upstream.Source
+	// OverrideHost is what SetUpstreamOverrideHost recorded.
+	OverrideHost upstream.OverrideHost
 	// Flags are the response flags added; Reply the local reply sent.
 	Flags accesslog.ResponseFlags
 	Reply *LocalReply
@@ -347,6 +349,10 @@ func (s *Stream) RemoteIP() string { return s.Remote }
 // SetUpstreamSource implements httpfilter.Stream: it records src in
 // UpstreamSource.
 func (s *Stream) SetUpstreamSource(src upstream.Source) { s.UpstreamSource = src }
+
+// SetUpstreamOverrideHost implements httpfilter.Stream: it records o in
+// OverrideHost.
+func (s *Stream) SetUpstreamOverrideHost(o upstream.OverrideHost) { s.OverrideHost = o }
 
 // ConnectionState implements httpfilter.Stream: one connection per fake
 // stream.
