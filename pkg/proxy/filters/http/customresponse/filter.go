@@ -3,6 +3,9 @@ package customresponse
 import (
 	"net/http"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cel"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 )
@@ -56,3 +59,9 @@ func (d matchData) ResponseHeader(name string) (string, bool) {
 }
 
 func (d matchData) ResponseStatus() int { return d.s.ResponseStatus() }
+
+func (d matchData) DynamicMetadata() *corev3.Metadata { return d.s.DynamicMetadata() }
+
+// FillCEL gives the stream's attributes, the response's included: the
+// matcher runs on the response head.
+func (d matchData) FillCEL(a *cel.Activation) { httpfilter.FillStreamCEL(d.s, true, a) }
