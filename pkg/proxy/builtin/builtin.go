@@ -101,6 +101,7 @@ import (
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	cslluav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/lua/v3"
+	cslmatcherv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/matcher/v3"
 	otlpsinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/open_telemetry/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
@@ -121,6 +122,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/stream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier"
 	csllua "github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier/lua"
+	cslmatcher "github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier/matcher"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/brotli"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/gzip"
@@ -368,6 +370,7 @@ func Registry() *extension.Registry {
 		extension.Of("proxy.resource_monitors.global_downstream_max_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
 
 		extension.Of(csllua.Name, clusterspecifier.Category, &cslluav3.LuaConfig{}, csllua.Factory{}),
+		extension.Of(cslmatcher.Name, clusterspecifier.Category, &cslmatcherv3.MatcherClusterSpecifier{}, cslmatcher.Factory{}),
 
 		extension.Of("proxy.stat_sinks.dog_statsd", StatsSinks, &metricsv3.DogStatsdSink{}, nil),
 		extension.Of("proxy.stat_sinks.hystrix", StatsSinks, &metricsv3.HystrixSink{}, nil),

@@ -119,6 +119,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.resource_monitors proxy.resource_monitors.global_downstream_max_connections envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
 		"envoy.route.early_data_policy proxy.route.early_data_policy.default envoy.extensions.early_data.v3.DefaultEarlyDataPolicy",
 		"envoy.router.cluster_specifier_plugin proxy.router.cluster_specifier_plugin.lua envoy.extensions.router.cluster_specifiers.lua.v3.LuaConfig",
+		"envoy.router.cluster_specifier_plugin proxy.router.cluster_specifier_plugin.matcher envoy.extensions.router.cluster_specifiers.matcher.v3.MatcherClusterSpecifier",
 		"envoy.stats_sinks proxy.stat_sinks.dog_statsd envoy.config.metrics.v3.DogStatsdSink",
 		"envoy.stats_sinks proxy.stat_sinks.hystrix envoy.config.metrics.v3.HystrixSink",
 		"envoy.stats_sinks proxy.stat_sinks.metrics_service envoy.config.metrics.v3.MetricsServiceConfig",
