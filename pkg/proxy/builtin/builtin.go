@@ -76,6 +76,7 @@ import (
 	snidfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_dynamic_forward_proxy/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
+	celfmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/cel/v3"
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
 	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	filesinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/health_check/event_sinks/file/v3"
@@ -116,6 +117,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/file"
 	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter/celfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/celfmt"
 	metadatafmt "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/metadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/otel"
@@ -255,6 +257,7 @@ func Registry() *extension.Registry {
 
 		extension.Of(eventsink.FileName, eventsink.Category, &filesinkv3.HealthCheckEventFileSink{}, eventsink.File{}),
 
+		extension.Of(celfmt.Name, Formatters, &celfmtv3.Cel{}, celfmt.Factory{}),
 		extension.Of(metadatafmt.Name, Formatters, &metadatafmtv3.Metadata{}, metadatafmt.Factory{}),
 		extension.Of(reqwithoutquery.Name, Formatters, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}),
 

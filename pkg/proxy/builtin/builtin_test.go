@@ -93,6 +93,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.network proxy.filters.network.sni_dynamic_forward_proxy envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig",
 		"envoy.filters.network proxy.filters.network.tcp_proxy envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
 		"envoy.filters.udp_listener proxy.filters.udp_listener.udp_proxy envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig",
+		"envoy.formatter proxy.formatter.cel envoy.extensions.formatter.cel.v3.Cel",
 		"envoy.formatter proxy.formatter.metadata envoy.extensions.formatter.metadata.v3.Metadata",
 		"envoy.formatter proxy.formatter.req_without_query envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery",
 		"envoy.health_check.event_sinks proxy.health_check.event_sinks.file envoy.extensions.health_check.event_sinks.file.v3.HealthCheckEventFileSink",
