@@ -175,6 +175,9 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.extensions.matching.input_matchers.metadata.v3.Metadata",
 		"envoy.extensions.matching.common_inputs.environment_variable.v3.Config",
 		"envoy.extensions.router.cluster_specifiers.matcher.v3.ClusterAction",
+		// A filter_chain_matcher's format_string action
+		// (pkg/proxy/listener/chainaction.go).
+		"envoy.config.core.v3.SubstitutionFormatString",
 		// The listener's filter_chain_matcher: the inputs it reads beyond
 		// the ones above and its action, a chain's name
 		// (pkg/proxy/listener/chainmatcher.go).
