@@ -51,7 +51,7 @@ func matcherCELSpec(port, green, blue int) string {
 			log_format: {text_format_source: {inline_string: "MCEL %REQ(:METHOD)% %REQ(:PATH)% %CEL(xds.cluster_name)% %CEL(response.code)% %CEL(request.headers['x-color']):3%\n"}}}}]}`,
 		Routes: `[{match: {prefix: /}, route: {inline_cluster_specifier_plugin: {extension: {name: envoy.router.cluster_specifier_plugin.matcher, typed_config: ` +
 			withType(matcherClusterSpecifierType, `{cluster_matcher: `+plugin+`}`) + `}}}}]`,
-		Filters: `[{name: deny, typed_config: ` + withMatcher(`{name: composite, typed_config: {"@type": `+compositeType+`}}`, deny) + `}]`,
+		Filters:  `[{name: deny, typed_config: ` + withMatcher(`{name: composite, typed_config: {"@type": `+compositeType+`}}`, deny) + `}]`,
 		Clusters: []proxyCluster{{Name: "green_cluster", Port: green}, {Name: "blue_cluster", Port: blue}},
 	}.YAML()
 }

@@ -13,7 +13,6 @@ var supportedMatchingCommon = map[protoreflect.FullName]fieldSupport{
 
 	"xds.type.matcher.v3.CelMatcher.expr_match":  {},
 	"xds.type.matcher.v3.CelMatcher.description": {},
-	//lint:ignore SA1019 names the deprecated fields, which still configure Envoy
 	"xds.type.v3.CelExpression.parsed_expr":      {},
 	"xds.type.v3.CelExpression.checked_expr":     {},
 	"xds.type.v3.CelExpression.cel_expr_parsed":  {},

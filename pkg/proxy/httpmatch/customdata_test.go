@@ -24,29 +24,13 @@ func TestKeepMatching(t *testing.T) {
 	 "on_no_match": ` + action("none") + `}`
 	tree := `{"matcher_tree": {"input": ` + codeInput + `, "prefix_match_map": {"map": {"5": ` + action("5") + `, "50": ` + keep("50") + `}}},
 	 "on_no_match": ` + keep("none") + `}`
-	for _, tc := range []struct {
-		name, js string
-		d        data
-		want     string
-		ok       bool
-	}{
+	runMatchCases(t, []matchCase{
 		{"a kept action is skipped", list, data{status: 500}, "server-error", true},
 		{"a kept nested match is skipped", list, data{status: 503}, "server-error", true},
 		{"no match", list, data{status: 200}, "none", true},
 		{"a kept prefix falls back to a shorter one", tree, data{status: 503}, "5", true},
 		{"a kept on_no_match is no match", tree, data{status: 404}, "", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := Compile(parse(t, tc.js), actionName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, ok := m.Match(tc.d)
-			if got != tc.want || ok != tc.ok {
-				t.Errorf("Match = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
-			}
-		})
-	}
+	})
 }
 
 const (

@@ -85,12 +85,7 @@ func TestMatch(t *testing.T) {
 	  {"predicate": {"single_predicate": {"input": ` + classInput + `, "value_match": {"exact": "5xx"}}}, "on_match": ` + action("server-error") + `}]},
 	 "on_no_match": ` + action("none") + `}`
 	tree := `{"matcher_tree": {"input": ` + codeInput + `, "prefix_match_map": {"map": {"5": ` + action("5") + `, "50": ` + action("50") + `}}}}`
-	for _, tc := range []struct {
-		name, js string
-		d        data
-		want     string
-		ok       bool
-	}{
+	runMatchCases(t, []matchCase{
 		{"and/not", list, data{status: 403}, "client-error", true},
 		{"not excludes", list, data{status: 404}, "none", true},
 		{"nested matches", list, data{status: 503, req: map[string]string{"x-tenant": "gold-1"}}, "gold-outage", true},
@@ -100,7 +95,21 @@ func TestMatch(t *testing.T) {
 		{"longest prefix", tree, data{status: 503}, "50", true},
 		{"shorter prefix", tree, data{status: 599}, "5", true},
 		{"no entry", tree, data{status: 404}, "", false},
-	} {
+	})
+}
+
+// matchCase is a matcher (JSON), data, and the expected result.
+type matchCase struct {
+	name, js string
+	d        data
+	want     string
+	ok       bool
+}
+
+// runMatchCases compiles each case's matcher and checks its result.
+func runMatchCases(t *testing.T, cases []matchCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := Compile(parse(t, tc.js), actionName)
 			if err != nil {
