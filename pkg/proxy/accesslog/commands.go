@@ -105,9 +105,14 @@ func compileFormatters(cfgs []*corev3.TypedExtensionConfig, reg *extension.Regis
 		parsers = append(parsers, p)
 	}
 	if reg != nil {
-		// After the listed ones, which come first as in Envoy.
-		for _, x := range reg.List() {
-			if b, ok := x.Factory.(BuiltInFactory); ok && x.Category == FormatterCategory && !x.Disabled {
+		// After the listed ones, which come first as in Envoy. Looked up
+		// by name rather than by walking the registry: a control plane's
+		// thousands of formats each do this.
+		// The formatter extensions Envoy treats as built in that have
+		// operators of their own (BuiltInFactory).
+		for _, name := range [...]string{"envoy.formatter.cel"} {
+			x, ok := reg.ByName(FormatterCategory, name)
+			if b, isBuiltIn := x.Factory.(BuiltInFactory); ok && isBuiltIn && !x.Disabled {
 				parsers = append(parsers, b.BuiltIn())
 			}
 		}
