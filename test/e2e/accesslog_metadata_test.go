@@ -125,9 +125,9 @@ var _ = Describe("Access-log metadata operators and formatter extensions", func(
 		Entry("an unknown metadata type",
 			`{text_format_source: {inline_string: "%METADATA(SOMETHING:ns)%"}}`,
 			"SOMETHING is not supported type of metadata"),
-		Entry("the CEL formatter",
-			`{text_format_source: {inline_string: "x"}, formatters: [{name: envoy.formatter.cel, typed_config: {"@type": type.googleapis.com/envoy.extensions.formatter.cel.v3.Cel}}]}`,
-			"envoy.extensions.formatter.cel.v3.Cel"),
+		Entry("a CEL expression that does not parse",
+			`{text_format_source: {inline_string: "%CEL(request.headers[)%"}, formatters: [{name: envoy.formatter.cel, typed_config: {"@type": type.googleapis.com/envoy.extensions.formatter.cel.v3.Cel}}]}`,
+			"log_format.text_format_source.inline_string: at offset 0: %CEL%: Not able to parse filter expression"),
 	)
 })
 

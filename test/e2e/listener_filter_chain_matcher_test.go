@@ -106,4 +106,22 @@ var _ = Describe("Listener filter_chain_matcher", func() {
 		Expect(talkFrom(port, "127.0.0.1")).To(Equal("one\nping"))
 		Expect(statValue(s, "listener.127.0.0.1_"+fmt.Sprint(port)+".fcm_ip.ip_parsing_failed")).To(Equal("0"))
 	})
+
+	It("names the chain with a format_string action, per connection, and closes a connection whose name no chain has", func() {
+		one := startTCPServer(bannerEcho("one\n"))
+		two := startTCPServer(bannerEcho("two\n"))
+		port := freePort()
+		cfg := listenersBootstrap(listenerDef{
+			Name: "fcm", Port: port,
+			Fields: `filter_chain_matcher: {on_no_match: {action: {name: f, typed_config: {"@type": type.googleapis.com/envoy.config.core.v3.SubstitutionFormatString, ` +
+				`text_format_source: {inline_string: "from-%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"}}}}}`,
+			Chains: []string{tcpChain("from-127.0.0.1", ""), tcpChain("from-127.0.0.2", "")},
+		}) + "  clusters: [" + tcpCluster("from-127.0.0.1", one) + ", " + tcpCluster("from-127.0.0.2", two) + "]\n"
+		s := Start(newDir(), cfg)
+
+		Expect(talkFrom(port, "127.0.0.1")).To(Equal("one\nping"))
+		Expect(talkFrom(port, "127.0.0.2")).To(Equal("two\nping"))
+		expectClosed(dialTCPFrom("127.0.0.3", port))
+		Expect(statValue(s, "listener.127.0.0.1_"+fmt.Sprint(port)+".no_filter_chain_match")).To(Equal("1"))
+	})
 })

@@ -20,9 +20,8 @@ const luaClusterSpecifierType = "type.googleapis.com/envoy.extensions.router.clu
 // inline Lua plugin on / reads header_key (blue_cluster, green_cluster,
 // a cluster that does not exist, an error, nothing, a number) with
 // default_cluster green_cluster; /named uses a named plugin of the route
-// configuration that reads x-color; /optional names an optional plugin
-// Outrigger does not have (Envoy's matcher plugin), so that route matches
-// nothing and /optional goes on to the inline plugin's route.
+// configuration that reads x-color; /optional names an optional matcher
+// plugin that picks blue_cluster on x-color: blue.
 func luaPickerConfig(port int, green, blue string) string {
 	return fmt.Sprintf(`
 static_resources:
@@ -214,10 +213,11 @@ var _ = Describe("The Lua cluster specifier plugin", func() {
 			Expect(get("/named").Body).To(Equal("green /named"))
 		})
 
-		It("leaves out the routes of an optional plugin Outrigger does not have", func() {
-			r := get("/optional", "header_key", "blue")
+		It("runs an optional matcher plugin, which Outrigger has", func() {
+			r := get("/optional", "x-color", "blue")
 			Expect(r.Status).To(Equal(200))
 			Expect(r.Body).To(Equal("blue /optional"))
+			Expect(get("/optional", "header_key", "blue").Status).To(Equal(503))
 		})
 	})
 

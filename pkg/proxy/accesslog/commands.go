@@ -35,6 +35,26 @@ type Provider interface {
 	Value(e *Entry) (string, bool)
 }
 
+// TypedProvider is a Provider whose value keeps a JSON type of its own
+// in a typed JSON format (json_format with typed values): a single
+// operator that is one renders AppendJSON's value rather than its string
+// quoted. %TYPED_CEL% is one.
+type TypedProvider interface {
+	Provider
+	// AppendJSON appends the value for e as a JSON value, and whether
+	// it has one (the format prints null otherwise).
+	AppendJSON(dst []byte, e *Entry) ([]byte, bool)
+}
+
+// BuiltInFactory is a formatter extension that Envoy treats as built in
+// (its operators are in every format, listed in formatters or not):
+// BuiltIn is its parser for the formats that do not list it. The CEL
+// formatter is one.
+type BuiltInFactory interface {
+	CommandParserFactory
+	BuiltIn() CommandParser
+}
+
 // CommandParserFactory builds a formatter extension's command parser from
 // its typed_config. The extension registry holds one per formatter.
 type CommandParserFactory interface {
@@ -83,6 +103,19 @@ func compileFormatters(cfgs []*corev3.TypedExtensionConfig, reg *extension.Regis
 			return nil, fmt.Errorf("formatters[%d].typed_config.%w", i, err)
 		}
 		parsers = append(parsers, p)
+	}
+	if reg != nil {
+		// After the listed ones, which come first as in Envoy. Looked up
+		// by name rather than by walking the registry: a control plane's
+		// thousands of formats each do this.
+		// The formatter extensions Envoy treats as built in that have
+		// operators of their own (BuiltInFactory).
+		for _, name := range [...]string{"envoy.formatter.cel"} {
+			x, ok := reg.ByName(FormatterCategory, name)
+			if b, isBuiltIn := x.Factory.(BuiltInFactory); ok && isBuiltIn && !x.Disabled {
+				parsers = append(parsers, b.BuiltIn())
+			}
+		}
 	}
 	return parsers, nil
 }

@@ -164,9 +164,10 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 			c.typedConfig(v.Message(), path, append([]string{rule.category}, rule.categories...))
 		case isWellKnown(name):
 			// A plain value (Struct, Duration...): nothing to support inside.
-		case strings.HasPrefix(string(name), "google.api.expr."):
-			// A CEL expression's AST (Expr, CheckedExpr): package cel
-			// compiles it whole, and refuses what it cannot.
+		case strings.HasPrefix(string(name), "google.api.expr."), strings.HasPrefix(string(name), "cel.expr."):
+			// A CEL expression's AST (Expr, CheckedExpr, in v1alpha1 or
+			// cel.dev/expr): package cel compiles it whole, and refuses
+			// what it cannot.
 		default:
 			c.message(v.Message(), path)
 		}
@@ -287,6 +288,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedHCMExtras,
 	supportedSetFilterState,
 	supportedJSONToMetadata,
+	supportedMatchingCommon,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

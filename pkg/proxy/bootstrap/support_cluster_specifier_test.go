@@ -13,6 +13,10 @@ func TestValidateClusterSpecifierPlugins(t *testing.T) {
 		other  = `{name: other, typed_config: {"@type": type.googleapis.com/google.protobuf.Struct, value: {}}}`
 		plugin = extraHCM + ".route_config.cluster_specifier_plugins[0]"
 		// Envoy's other plugin, which Outrigger does not have.
+		celMatcher = `{name: m, typed_config: {"@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.MatcherClusterSpecifier, cluster_matcher: {matcher_list: {matchers: [` +
+			`{predicate: {single_predicate: {input: {name: c, typed_config: {"@type": type.googleapis.com/xds.type.matcher.v3.HttpAttributesCelMatchInput}}, custom_match: {name: m, typed_config: {"@type": type.googleapis.com/xds.type.matcher.v3.CelMatcher, expr_match: {cel_expr_parsed: {expr: {id: 1, const_expr: {bool_value: true}}}}, description: d}}}}, on_match: {keep_matching: true, action: {name: c, typed_config: {"@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.ClusterAction, cluster: a}}}},` +
+			`{predicate: {single_predicate: {input: {name: d, typed_config: {"@type": type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.DynamicMetadataInput, filter: f, path: [{key: k}]}}, custom_match: {name: m, typed_config: {"@type": type.googleapis.com/envoy.extensions.matching.input_matchers.metadata.v3.Metadata, value: {string_match: {exact: v}}, invert: true}}}}, on_match: {action: {name: c, typed_config: {"@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.ClusterAction, cluster: b}}}},` +
+			`{predicate: {single_predicate: {input: {name: e, typed_config: {"@type": type.googleapis.com/envoy.extensions.matching.common_inputs.environment_variable.v3.Config, name: ZONE}}, value_match: {exact: z}}}, on_match: {action: {name: c, typed_config: {"@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.ClusterAction, cluster: c}}}}]}}}}`
 		matcher = `{name: m, typed_config: {"@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.MatcherClusterSpecifier, cluster_matcher: {matcher_list: {matchers: [{predicate: {single_predicate: {input: {name: h, typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput, header_name: x}}, value_match: {exact: a}}}, on_match: {action: {name: c, typed_config: {"@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.ClusterAction, cluster: a}}}}]}}}}`
 	)
 	hcm := func(rc string) string {
@@ -33,7 +37,9 @@ func TestValidateClusterSpecifierPlugins(t *testing.T) {
 		},
 		"Envoy's matcher plugin": {
 			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + matcher + `}]`),
-			want:    []string{plugin + `.extension.typed_config: extension "envoy.extensions.router.cluster_specifiers.matcher.v3.MatcherClusterSpecifier" is not supported by Outrigger; see docs/extensions.md`},
+		},
+		"matcher plugin on CEL, metadata and environment inputs, keep_matching": {
+			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + celMatcher + `}]`),
 		},
 		"Envoy's matcher plugin, optional": {
 			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + matcher + `, is_optional: true}], ` + routes(`{cluster_specifier_plugin: m}`)),

@@ -167,6 +167,17 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.extensions.matching.input_matchers.ip.v3.Ip",
 		"envoy.extensions.matching.input_matchers.consistent_hashing.v3.ConsistentHashing",
 		"envoy.extensions.matching.input_matchers.runtime_fraction.v3.RuntimeFraction",
+		// The common inputs, the CEL and metadata matchers
+		// (support_matching_common.go) and the matcher cluster
+		// specifier's action.
+		"xds.type.matcher.v3.HttpAttributesCelMatchInput", "xds.type.matcher.v3.CelMatcher",
+		"envoy.extensions.matching.common_inputs.network.v3.DynamicMetadataInput",
+		"envoy.extensions.matching.input_matchers.metadata.v3.Metadata",
+		"envoy.extensions.matching.common_inputs.environment_variable.v3.Config",
+		"envoy.extensions.router.cluster_specifiers.matcher.v3.ClusterAction",
+		// A filter_chain_matcher's format_string action
+		// (pkg/proxy/listener/chainaction.go).
+		"envoy.config.core.v3.SubstitutionFormatString",
 		// The listener's filter_chain_matcher: the inputs it reads beyond
 		// the ones above and its action, a chain's name
 		// (pkg/proxy/listener/chainmatcher.go).

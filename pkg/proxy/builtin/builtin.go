@@ -81,6 +81,7 @@ import (
 	snidfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_dynamic_forward_proxy/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
+	celfmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/cel/v3"
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
 	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	filesinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/health_check/event_sinks/file/v3"
@@ -113,6 +114,7 @@ import (
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	cslluav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/lua/v3"
 	graphitev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/graphite_statsd/v3"
+	cslmatcherv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/matcher/v3"
 	otlpsinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/open_telemetry/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
@@ -127,12 +129,14 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/file"
 	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter/celfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/celfmt"
 	metadatafmt "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/metadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/otel"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/stream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier"
 	csllua "github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier/lua"
+	cslmatcher "github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier/matcher"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/brotli"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/gzip"
@@ -275,6 +279,7 @@ func Registry() *extension.Registry {
 
 		extension.Of(eventsink.FileName, eventsink.Category, &filesinkv3.HealthCheckEventFileSink{}, eventsink.File{}),
 
+		extension.Of(celfmt.Name, Formatters, &celfmtv3.Cel{}, celfmt.Factory{}),
 		extension.Of(metadatafmt.Name, Formatters, &metadatafmtv3.Metadata{}, metadatafmt.Factory{}),
 		extension.Of(reqwithoutquery.Name, Formatters, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}),
 
@@ -405,6 +410,7 @@ func Registry() *extension.Registry {
 		extension.Of("proxy.resource_monitors.global_downstream_max_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
 
 		extension.Of(csllua.Name, clusterspecifier.Category, &cslluav3.LuaConfig{}, csllua.Factory{}),
+		extension.Of(cslmatcher.Name, clusterspecifier.Category, &cslmatcherv3.MatcherClusterSpecifier{}, cslmatcher.Factory{}),
 
 		extension.Of("proxy.stat_sinks.dog_statsd", StatsSinks, &metricsv3.DogStatsdSink{}, nil),
 		extension.Of("proxy.stat_sinks.graphite_statsd", StatsSinks, &graphitev3.GraphiteStatsdSink{}, nil),

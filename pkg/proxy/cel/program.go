@@ -160,6 +160,11 @@ func (p *Program) EvalString(a *Activation) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return Print(v)
+}
+
+// Print prints a value as EvalString does.
+func Print(v ref.Val) (string, error) {
 	switch v := v.(type) {
 	case types.String:
 		return string(v), nil

@@ -1,7 +1,7 @@
 // Package clusterspecifier is the family of cluster specifier plugins,
 // Envoy's envoy.router.cluster_specifier_plugin extensions: a route's
 // cluster_specifier_plugin or inline_cluster_specifier_plugin picks the
-// cluster of each request through one. A plugin package (lua) registers a
+// cluster of each request through one. A plugin package (lua, matcher) registers a
 // Factory, which compiles its configuration into a
 // router.ClusterSpecifier; Compiler resolves a plugin's extension through
 // the registry for the router.
@@ -11,12 +11,6 @@ import (
 	"fmt"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	// Envoy's matcher plugin, which Outrigger does not have, is linked
-	// so that a configuration naming it decodes: an optional one is then
-	// left out, as Envoy leaves it out, and another is refused with the
-	// reason docs/extensions.md gives, rather than as a type unknown to
-	// the build.
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/matcher/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 

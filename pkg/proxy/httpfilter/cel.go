@@ -41,6 +41,20 @@ func FillCEL(s Stream, a *cel.Activation) {
 	a.Connection = c
 }
 
+// FillStreamCEL fills a with all the attributes of s: its request head,
+// its dynamic metadata, what FillCEL fills, and the response's code and
+// headers when response is true (once the response head is there).
+func FillStreamCEL(s Stream, response bool, a *cel.Activation) {
+	a.Metadata = s.DynamicMetadata()
+	if r := s.Request(); r != nil {
+		a.Request = &cel.Request{Headers: r.Headers, Path: r.Path, Host: r.Host, Scheme: r.Scheme, Method: r.Method}
+	}
+	FillCEL(s, a)
+	if response {
+		a.Response = &cel.Response{Code: s.ResponseStatus(), Headers: s.ResponseHeaders()}
+	}
+}
+
 // first is the first of names, "" for none.
 func first(names []string) string {
 	if len(names) == 0 {

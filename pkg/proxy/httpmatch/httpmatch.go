@@ -16,6 +16,7 @@ package httpmatch
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 
@@ -37,6 +38,10 @@ type Data interface {
 	ResponseHeader(name string) (string, bool)
 	// ResponseStatus is the response's status, 0 before there is one.
 	ResponseStatus() int
+	// The CEL and dynamic_metadata inputs read the stream's attributes
+	// and metadata.
+	CELData
+	MetadataData
 }
 
 // FilterStateData is Data that can read the stream's filter state (the
@@ -81,10 +86,13 @@ type Tree[D, A any] struct {
 	onNoMatch *onMatch[D, A]
 }
 
-// onMatch is an action or a nested matcher.
+// onMatch is an action or a nested matcher. keep is keep_matching: a
+// match through it is skipped and the evaluation goes on, as Envoy's
+// handleRecursionAndSkips does.
 type onMatch[D, A any] struct {
 	action A
 	nested *Tree[D, A]
+	keep   bool
 }
 
 // predicate is a compiled predicate: whether it holds, and complete false
@@ -106,13 +114,19 @@ type tree[D, A any] struct {
 
 // Compile compiles m over HTTP data; errors name the field below it.
 func Compile[A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A]) (*Matcher[A], error) {
-	return CompileTree(m, action, compileInput)
+	return compileTreeOf(m, action, inputs[Data]{probe: probeOf(compileInput), common: true, cel: new(celEnv)})
 }
 
 // CompileTree compiles m over data whose inputs input compiles; errors
 // name the field below it.
 func CompileTree[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], input InputCompiler[D]) (*Tree[D, A], error) {
-	return CompileProbed(m, action, func(tc *xdscorev3.TypedExtensionConfig, path string) (Probe[D], error) {
+	return CompileProbed(m, action, probeOf(input))
+}
+
+// probeOf is input as a ProbeCompiler: its inputs can always read the
+// data.
+func probeOf[D any](input InputCompiler[D]) ProbeCompiler[D] {
+	return func(tc *xdscorev3.TypedExtensionConfig, path string) (Probe[D], error) {
 		in, err := input(tc, path)
 		if err != nil {
 			return nil, err
@@ -121,7 +135,7 @@ func CompileTree[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], in
 			v, ok := in(d)
 			return v, ok, true
 		}, nil
-	})
+	}
 }
 
 // CompileProbed compiles m over data whose inputs input compiles into
@@ -133,15 +147,33 @@ func CompileProbed[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], 
 
 // CompileProbedEnv is CompileProbed for a caller that gives the custom
 // input matchers what they need (stats for the IP matcher's stat_prefix,
-// the runtime for runtime_fraction).
+// the runtime for runtime_fraction). Its trees also take Envoy's common
+// inputs (CommonInputTypes) before input: the environment variable, and
+// the CEL and dynamic metadata inputs when D can give what they read.
 func CompileProbedEnv[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], input ProbeCompiler[D], env Env) (*Tree[D, A], error) {
-	return compileTreeOf(m, action, inputs[D]{probe: input, env: env})
+	return compileTreeOf(m, action, inputs[D]{probe: input, env: env, common: true, cel: new(celEnv)})
 }
 
 // inputs is how a tree's inputs and custom matchers are compiled.
 type inputs[D any] struct {
 	probe ProbeCompiler[D]
 	env   Env
+	// common takes Envoy's common inputs before probe's; off for the
+	// matchers whose inputs Envoy restricts to a list (a per-route
+	// ExtensionWithMatcher's request headers).
+	common bool
+	// cel is the environment of the tree's CEL matchers.
+	cel *celEnv
+}
+
+// compile compiles a string input: a common one, else the caller's.
+func (in inputs[D]) compile(tc *xdscorev3.TypedExtensionConfig, path string) (Probe[D], error) {
+	if in.common {
+		if p, ok, err := compileCommonInput[D](tc, path); ok {
+			return p, err
+		}
+	}
+	return in.probe(tc, path)
 }
 
 func compileTreeOf[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], input inputs[D]) (*Tree[D, A], error) {
@@ -176,22 +208,19 @@ func compileTreeOf[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], 
 }
 
 func compileOnMatch[D, A any](m *xdsmatcherv3.Matcher_OnMatch, path string, action ActionCompiler[A], input inputs[D]) (*onMatch[D, A], error) {
-	if m.GetKeepMatching() {
-		return nil, errors.New(path + ".keep_matching: not supported by Outrigger")
-	}
 	switch {
 	case m.GetMatcher() != nil:
 		n, err := compileTreeOf(m.GetMatcher(), action, input)
 		if err != nil {
 			return nil, fmt.Errorf("%s.matcher.%w", path, err)
 		}
-		return &onMatch[D, A]{nested: n}, nil
+		return &onMatch[D, A]{nested: n, keep: m.GetKeepMatching()}, nil
 	case m.GetAction() != nil:
 		a, err := action(m.GetAction(), path+".action")
 		if err != nil {
 			return nil, err
 		}
-		return &onMatch[D, A]{action: a}, nil
+		return &onMatch[D, A]{action: a, keep: m.GetKeepMatching()}, nil
 	}
 	return nil, errors.New(path + ": an action or a matcher is required")
 }
@@ -199,7 +228,12 @@ func compileOnMatch[D, A any](m *xdsmatcherv3.Matcher_OnMatch, path string, acti
 // compileTree compiles a matcher_tree: an exact or prefix map, or the IP
 // matcher as its custom_match.
 func (out *Tree[D, A]) compileTree(t *xdsmatcherv3.Matcher_MatcherTree, action ActionCompiler[A], input inputs[D]) error {
-	in, err := input.probe(t.GetInput(), "matcher_tree.input")
+	if input.common {
+		if n := t.GetInput().GetTypedConfig().MessageName(); n == celInput || n == metadataInput {
+			return fmt.Errorf("matcher_tree.input.typed_config: input %s gives no string to look up in a map; use it in a matcher_list's single_predicate", n)
+		}
+	}
+	in, err := input.compile(t.GetInput(), "matcher_tree.input")
 	if err != nil {
 		return err
 	}
@@ -242,7 +276,12 @@ func compilePredicate[D any](p *xdsmatcherv3.Matcher_MatcherList_Predicate, path
 	switch {
 	case p.GetSinglePredicate() != nil:
 		sp := p.GetSinglePredicate()
-		in, err := input.probe(sp.GetInput(), path+".single_predicate.input")
+		if input.common {
+			if pred, ok, err := compileCustomData(sp, path, input); ok {
+				return pred, err
+			}
+		}
+		in, err := input.compile(sp.GetInput(), path+".single_predicate.input")
 		if err != nil {
 			return nil, err
 		}
@@ -449,7 +488,7 @@ func (m *Tree[D, A]) Evaluate(d D) (a A, found, complete bool) {
 			return a, false, false
 		}
 		if ok {
-			if on := t.lookup(v); on != nil {
+			for on := range t.lookup(v) {
 				if a, found, complete = on.resolve(d); found || !complete {
 					return a, found, complete
 				}
@@ -467,23 +506,41 @@ func (m *Tree[D, A]) Evaluate(d D) (a A, found, complete bool) {
 	return a, false, true
 }
 
-// lookup finds v's entry: exact, or the longest prefix of v.
-func (t *tree[D, A]) lookup(v string) *onMatch[D, A] {
-	if !t.prefix {
-		return t.m[v]
-	}
-	for _, k := range t.keys {
-		if strings.HasPrefix(v, k) {
-			return t.m[k]
+// lookup finds v's entries in the order they are tried: the exact one,
+// or every prefix of v, the longest first. A prefix whose on_match does
+// not match (a nested matcher without a result, keep_matching) lets the
+// next shorter one be tried, as Envoy's prefix map matcher does.
+func (t *tree[D, A]) lookup(v string) iter.Seq[*onMatch[D, A]] {
+	return func(yield func(*onMatch[D, A]) bool) {
+		if !t.prefix {
+			if on := t.m[v]; on != nil {
+				yield(on)
+			}
+			return
+		}
+		for _, k := range t.keys {
+			if strings.HasPrefix(v, k) && !yield(t.m[k]) {
+				return
+			}
 		}
 	}
-	return nil
 }
 
-// resolve is the action of an on_match, through its nested matcher.
-func (o *onMatch[D, A]) resolve(d D) (A, bool, bool) {
+// resolve is the action of an on_match, through its nested matcher. With
+// keep_matching a match is skipped (no result, the evaluation goes on):
+// Envoy hands the skipped action to the caller's skipped-match callback,
+// which only its rate_limit_quota filter gives (its previews); the
+// matchers Outrigger has give none, as Envoy's do, so the action is not
+// run.
+func (o *onMatch[D, A]) resolve(d D) (a A, found, complete bool) {
 	if o.nested != nil {
-		return o.nested.Evaluate(d)
+		a, found, complete = o.nested.Evaluate(d)
+	} else {
+		a, found, complete = o.action, true, true
 	}
-	return o.action, true, true
+	if found && o.keep {
+		var zero A
+		return zero, false, true
+	}
+	return a, found, complete
 }

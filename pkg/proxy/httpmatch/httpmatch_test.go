@@ -7,15 +7,35 @@ import (
 
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cel"
 )
 
 // data is a request and response for the inputs.
 type data struct {
 	req, resp map[string]string
 	status    int
+	md        *corev3.Metadata
 }
+
+func (d data) DynamicMetadata() *corev3.Metadata { return d.md }
+
+// FillCEL gives the request headers and the response code.
+func (d data) FillCEL(a *cel.Activation) {
+	a.Request = &cel.Request{Headers: headerMap(d.req), Method: "GET", Path: "/"}
+	if d.status != 0 {
+		a.Response = &cel.Response{Code: d.status}
+	}
+	a.Metadata = d.md
+}
+
+// headerMap is a cel.HeaderGetter over a map.
+type headerMap map[string]string
+
+func (h headerMap) Get(n string) (string, bool) { v, ok := h[n]; return v, ok }
 
 func (d data) RequestHeader(n string) (string, bool)  { v, ok := d.req[n]; return v, ok }
 func (d data) ResponseHeader(n string) (string, bool) { v, ok := d.resp[n]; return v, ok }
@@ -65,12 +85,7 @@ func TestMatch(t *testing.T) {
 	  {"predicate": {"single_predicate": {"input": ` + classInput + `, "value_match": {"exact": "5xx"}}}, "on_match": ` + action("server-error") + `}]},
 	 "on_no_match": ` + action("none") + `}`
 	tree := `{"matcher_tree": {"input": ` + codeInput + `, "prefix_match_map": {"map": {"5": ` + action("5") + `, "50": ` + action("50") + `}}}}`
-	for _, tc := range []struct {
-		name, js string
-		d        data
-		want     string
-		ok       bool
-	}{
+	runMatchCases(t, []matchCase{
 		{"and/not", list, data{status: 403}, "client-error", true},
 		{"not excludes", list, data{status: 404}, "none", true},
 		{"nested matches", list, data{status: 503, req: map[string]string{"x-tenant": "gold-1"}}, "gold-outage", true},
@@ -80,7 +95,21 @@ func TestMatch(t *testing.T) {
 		{"longest prefix", tree, data{status: 503}, "50", true},
 		{"shorter prefix", tree, data{status: 599}, "5", true},
 		{"no entry", tree, data{status: 404}, "", false},
-	} {
+	})
+}
+
+// matchCase is a matcher (JSON), data, and the expected result.
+type matchCase struct {
+	name, js string
+	d        data
+	want     string
+	ok       bool
+}
+
+// runMatchCases compiles each case's matcher and checks its result.
+func runMatchCases(t *testing.T, cases []matchCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := Compile(parse(t, tc.js), actionName)
 			if err != nil {
@@ -96,8 +125,6 @@ func TestMatch(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ js, want string }{
-		"keep_matching": {`{"on_no_match": {"keep_matching": true, "action": {"typed_config": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": "x"}}}}`,
-			"on_no_match.keep_matching: not supported by Outrigger"},
 		"query input": {`{"matcher_list": {"matchers": [{"predicate": {"single_predicate": {"input": {"typed_config": {"@type": "type.googleapis.com/envoy.type.matcher.v3.HttpRequestQueryParamMatchInput", "query_param": "a"}}, "value_match": {"exact": "x"}}}, "on_match": ` + action("x") + `}]}}`,
 			"matcher_list.matchers[0].predicate.single_predicate.input.typed_config: input envoy.type.matcher.v3.HttpRequestQueryParamMatchInput is not supported by Outrigger"},
 		"bad action": {`{"on_no_match": {"action": {"typed_config": {"@type": "type.googleapis.com/google.protobuf.UInt32Value", "value": 1}}}}`,

@@ -10,7 +10,6 @@ import (
 	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
 	networkinputsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/matching/common_inputs/network/v3"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 )
@@ -25,26 +24,15 @@ type connData struct {
 }
 
 // chainMatcher is a compiled Listener.filter_chain_matcher: its actions
-// are the chains they name, nil for a name no chain has (Envoy then finds
-// no chain: the connection is closed).
-type chainMatcher = httpmatch.Tree[*connData, *chain]
+// find the chains (chainaction.go).
+type chainMatcher = httpmatch.Tree[*connData, *chainAction]
 
 // compileChainMatcher compiles the listener's filter_chain_matcher over
 // the chains by name, its custom input matchers with env. Errors name the
 // field below filter_chain_matcher.
 func compileChainMatcher(m *xdsmatcherv3.Matcher, byName map[string]*chain, env httpmatch.Env) (*chainMatcher, error) {
-	action := func(tc *xdscorev3.TypedExtensionConfig, path string) (*chain, error) {
-		msg, err := httpmatch.TypedConfig(tc, path, "an action")
-		if err != nil {
-			return nil, err
-		}
-		name, ok := msg.(*wrapperspb.StringValue)
-		if !ok {
-			return nil, fmt.Errorf("%s.typed_config: a filter chain matcher's action is a google.protobuf.StringValue naming a filter chain, not %s", path, proto.MessageName(msg))
-		}
-		// Envoy accepts a name no chain has and finds no chain for the
-		// connections it selects.
-		return byName[name.GetValue()], nil
+	action := func(tc *xdscorev3.TypedExtensionConfig, path string) (*chainAction, error) {
+		return compileChainAction(tc, path, byName)
 	}
 	return httpmatch.CompileProbedEnv(m, action, compileConnInput, env)
 }

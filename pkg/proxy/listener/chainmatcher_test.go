@@ -96,6 +96,18 @@ func TestFilterChainMatcher(t *testing.T) {
 				 on_match: ` + fcmAction("c") + `}]}}`,
 			local: "10.0.0.1:80", remote: "192.0.2.1:5000", want: "c",
 		},
+		"format_string action names the chain from the server name": {
+			matcher: `{on_no_match: {action: {name: f, typed_config: {"@type": type.googleapis.com/envoy.config.core.v3.SubstitutionFormatString, text_format_source: {inline_string: "%REQUESTED_SERVER_NAME%"}}}}}`,
+			local:   "127.0.0.1:443", remote: "127.0.0.1:5000", det: detected{transport: "tls", sni: "b"}, want: "b",
+		},
+		"format_string action naming no chain finds none": {
+			matcher: `{on_no_match: {action: {name: f, typed_config: {"@type": type.googleapis.com/envoy.config.core.v3.SubstitutionFormatString, text_format_source: {inline_string: "%REQUESTED_SERVER_NAME%"}}}}}`,
+			dflt:    true, local: "127.0.0.1:443", remote: "127.0.0.1:5000", det: detected{transport: "tls", sni: "nope"}, want: "",
+		},
+		"format_string action with literal text": {
+			matcher: `{on_no_match: {action: {name: f, typed_config: {"@type": type.googleapis.com/envoy.config.core.v3.SubstitutionFormatString, text_format_source: {inline_string: "c"}}}}}`,
+			local:   "127.0.0.1:443", remote: "127.0.0.1:5000", want: "c",
+		},
 		"direct source IP": {
 			matcher: `{matcher_list: {matchers: [{predicate: {single_predicate: {input: ` + fcmInput("DirectSourceIPInput") + `, value_match: {exact: 192.0.2.9}}}, on_match: ` + fcmAction("a") + `}]}}`,
 			local:   "10.0.0.1:80", remote: "192.0.2.9:5000", want: "a",
@@ -145,7 +157,7 @@ filter_chain_matcher: {on_no_match: ` + action + `}`,
 address: {socket_address: {address: 0.0.0.0, port_value: 80}}
 filter_chains: [{name: a}]
 filter_chain_matcher: {on_no_match: {action: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.UInt32Value, value: 1}}}}`,
-			want: "filter_chain_matcher.on_no_match.action.typed_config: a filter chain matcher's action is a google.protobuf.StringValue",
+			want: "filter_chain_matcher.on_no_match.action.typed_config: a filter chain matcher's action is a google.protobuf.StringValue or an envoy.config.core.v3.SubstitutionFormatString",
 		},
 		"an input it cannot read": {
 			config: `name: m

@@ -255,8 +255,9 @@ func (s *chainSet) findDetected(local, remote, direct netip.AddrPort, det detect
 // match. It is a function of its own so that its data, which the matcher's
 // closures make escape, costs nothing to the listeners without one.
 func (s *chainSet) findByMatcher(local, remote, direct netip.AddrPort, det detected) *chain {
-	if ch, ok := s.matcher.Match(&connData{local: local, remote: remote, direct: direct, det: &det}); ok {
-		return ch
+	d := &connData{local: local, remote: remote, direct: direct, det: &det}
+	if a, ok := s.matcher.Match(d); ok {
+		return a.resolve(d)
 	}
 	return s.dflt
 }

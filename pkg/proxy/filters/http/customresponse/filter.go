@@ -3,6 +3,9 @@ package customresponse
 import (
 	"net/http"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cel"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 )
@@ -59,3 +62,10 @@ func (d matchData) ResponseStatus() int { return d.s.ResponseStatus() }
 
 // FilterState implements httpmatch.FilterStateData.
 func (d matchData) FilterState(key string) (any, bool) { return d.s.FilterStateValue(key) }
+
+// DynamicMetadata implements httpmatch.MetadataData.
+func (d matchData) DynamicMetadata() *corev3.Metadata { return d.s.DynamicMetadata() }
+
+// FillCEL gives the stream's attributes, the response's included: the
+// matcher runs on the response head.
+func (d matchData) FillCEL(a *cel.Activation) { httpfilter.FillStreamCEL(d.s, true, a) }

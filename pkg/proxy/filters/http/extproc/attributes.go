@@ -49,14 +49,8 @@ var valueType = reflect.TypeOf(&structpb.Value{})
 // attribute's value under its name; one that fails to evaluate (absent
 // from the stream) is left out, as Envoy leaves it out.
 func evaluateAttributes(attrs []attribute, s httpfilter.Stream, response bool) map[string]*structpb.Struct {
-	a := cel.Activation{Metadata: s.DynamicMetadata()}
-	if r := s.Request(); r != nil {
-		a.Request = &cel.Request{Headers: r.Headers, Path: r.Path, Host: r.Host, Scheme: r.Scheme, Method: r.Method}
-	}
-	httpfilter.FillCEL(s, &a)
-	if response {
-		a.Response = &cel.Response{Code: s.ResponseStatus(), Headers: s.ResponseHeaders()}
-	}
+	var a cel.Activation
+	httpfilter.FillStreamCEL(s, response, &a)
 	st := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(attrs))}
 	for i := range attrs {
 		v, err := attrs[i].prg.Eval(&a)

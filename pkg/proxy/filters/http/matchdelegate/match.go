@@ -1,6 +1,9 @@
 package matchdelegate
 
 import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cel"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 )
@@ -67,4 +70,13 @@ func (d *matchData) ResponseStatus() int {
 		return 0
 	}
 	return d.s.ResponseStatus()
+}
+
+// DynamicMetadata implements httpmatch.Data.
+func (d *matchData) DynamicMetadata() *corev3.Metadata { return d.s.DynamicMetadata() }
+
+// FillCEL implements httpmatch.Data: the stream's attributes as far as it
+// has come (the response ones once there is a response).
+func (d *matchData) FillCEL(a *cel.Activation) {
+	httpfilter.FillStreamCEL(d.s, d.response, a)
 }

@@ -37,7 +37,6 @@ func TestCompileRefusesByPath(t *testing.T) {
 		"input":                {`{"stat_prefix": "p", "matcher": {"matcher_tree": {"input": {"name": "i", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.ServerNameInput"}}, "exact_match_map": {"map": {"a": {"action": ` + action("c") + `}}}}}}`, "matcher.matcher_tree.input.typed_config: input envoy.extensions.matching.common_inputs.network.v3.ServerNameInput is not supported"},
 		"action":               {`{"stat_prefix": "p", "matcher": {"on_no_match": {"action": {"name": "a", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.SourceIPInput"}}}}}`, "matcher.on_no_match.action.typed_config: action"},
 		"empty route cluster":  {`{"stat_prefix": "p", "matcher": {"on_no_match": {"action": ` + action("") + `}}}`, "matcher.on_no_match.action.typed_config.cluster: must not be empty"},
-		"keep matching":        {`{"stat_prefix": "p", "matcher": {"on_no_match": {"keep_matching": true, "action": ` + action("c") + `}}}`, "matcher.on_no_match.keep_matching: not supported"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
