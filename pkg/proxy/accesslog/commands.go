@@ -37,13 +37,16 @@ type Provider interface {
 
 // TypedProvider is a Provider whose value keeps a JSON type of its own
 // in a typed JSON format (json_format with typed values): a single
-// operator that is one renders AppendJSON's value rather than its string
+// operator that is one renders JSONValue's value rather than its string
 // quoted. %TYPED_CEL% is one.
 type TypedProvider interface {
 	Provider
-	// AppendJSON appends the value for e as a JSON value, and whether
-	// it has one (the format prints null otherwise).
-	AppendJSON(dst []byte, e *Entry) ([]byte, bool)
+	// JSONValue is the value for e as JSON text, and whether it has one
+	// (the format prints null otherwise). It returns the text rather
+	// than appending to the line's buffer: a buffer handed to an
+	// interface method escapes, and every format's Append with it
+	// (the router's header values would allocate their buffers).
+	JSONValue(e *Entry) (string, bool)
 }
 
 // BuiltInFactory is a formatter extension that Envoy treats as built in

@@ -181,12 +181,11 @@ func (j *jsonFormat) formatted(dst []byte, v *jsonValue, e *Entry) ([]byte, bool
 		return dst, true
 	}
 	if tp, ok := v.parts[0].ext.(TypedProvider); ok && j.typed && single && v.parts[0].op == opExtension {
-		start := len(dst)
-		dst, ok := tp.AppendJSON(dst, e)
+		js, ok := tp.JSONValue(e)
 		if !ok {
-			return append(dst[:start], "null"...), false
+			return append(dst, "null"...), false
 		}
-		return dst, true
+		return append(dst, js...), true
 	}
 	if j.typed && single {
 		start := len(dst)

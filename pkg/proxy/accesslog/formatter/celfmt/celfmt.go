@@ -113,22 +113,18 @@ type typedProvider struct{ *provider }
 
 var _ accesslog.TypedProvider = typedProvider{}
 
-// AppendJSON implements accesslog.TypedProvider: booleans, numbers and
+// JSONValue implements accesslog.TypedProvider: booleans, numbers and
 // null as they are, strings (truncated to the length) as strings, bytes
 // in base64, durations and timestamps as %CEL% prints them, lists and
 // maps as JSON; an error is null.
-func (p typedProvider) AppendJSON(dst []byte, e *accesslog.Entry) ([]byte, bool) {
-	js, ok := p.eval(e, func(st *celattrs.Attributes) (string, bool) {
+func (p typedProvider) JSONValue(e *accesslog.Entry) (string, bool) {
+	return p.eval(e, func(st *celattrs.Attributes) (string, bool) {
 		v, err := p.prg.Eval(st.Fill(e))
 		if err != nil {
 			return "", false
 		}
 		return p.json(v)
 	})
-	if !ok {
-		return dst, false
-	}
-	return append(dst, js...), true
 }
 
 // json renders one value as JSON.
