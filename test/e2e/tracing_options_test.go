@@ -118,7 +118,9 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
                   typed_config: {"@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.AlwaysOnSamplerConfig}
 `, 1)
 		Expect(tracingCfg).To(ContainSubstring("always_on"))
-		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", tracingCfg, grpcCollectorCluster(cport), ""))
+		proxy := Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", tracingCfg, grpcCollectorCluster(cport), ""))
+		version := proxy.ServerInfo().GetVersion()
+		Expect(version).NotTo(BeEmpty())
 
 		// Random sampling is 0 and the client says "not sampled": the
 		// sampler samples both anyway.
@@ -134,11 +136,15 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
 		}
 		attrs := collector.resourceAttributes()
 		Expect(attrs).NotTo(BeEmpty())
+		Expect(collector.scopeNames()).To(HaveEach("envoy "+version), "Envoy's instrumentation scope, with the version /server_info gives")
 		Expect(attrs[0]).To(Equal(map[string]string{
 			"service.name":           "from-env",
 			"deployment.environment": "staging",
 			"team":                   "core", // the later detector wins
 			"region":                 "eu",
+			"telemetry.sdk.language": "go",
+			"telemetry.sdk.name":     "envoy",
+			"telemetry.sdk.version":  version,
 		}))
 	})
 
@@ -152,6 +158,8 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
                   typed_config:
                     "@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig
                     sampling_percentage: {numerator: 50}
+                set_instrumentation_scope: false
+                set_telemetry_sdk_resource_attributes: false
 `, 1)
 		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", tracingCfg, grpcCollectorCluster(cport), ""))
 
@@ -170,6 +178,8 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
 		// have arrived first.
 		Eventually(func() *tracepb.Span { return spanNamed(collector.received(), "checkout") }).ShouldNot(BeNil())
 		Expect(collector.received()).To(HaveLen(1))
+		Expect(collector.scopeNames()).To(Equal([]string{""}), "set_instrumentation_scope: false leaves the scope out")
+		Expect(collector.resourceAttributes()).To(Equal([]map[string]string{{"service.name": "edge-proxy"}}), "set_telemetry_sdk_resource_attributes: false leaves telemetry.sdk.* out")
 	})
 
 	It("follows the incoming flag and samples root spans with the wrapped sampler under parent_based", func() {

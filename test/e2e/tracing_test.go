@@ -33,6 +33,9 @@ type otlpCollector struct {
 	service []string
 	// resources are the string attributes of every resource received.
 	resources []map[string]string
+	// scopes are the instrumentation scopes of every ScopeSpans received,
+	// as "name version" ("" for none).
+	scopes []string
 }
 
 func (c *otlpCollector) Export(_ context.Context, req *collectorpb.ExportTraceServiceRequest) (*collectorpb.ExportTraceServiceResponse, error) {
@@ -59,6 +62,11 @@ func (c *otlpCollector) add(req *collectorpb.ExportTraceServiceRequest) {
 		c.resources = append(c.resources, attrs)
 		for _, ss := range rs.GetScopeSpans() {
 			c.spans = append(c.spans, ss.GetSpans()...)
+			scope := ""
+			if sc := ss.GetScope(); sc != nil {
+				scope = sc.GetName() + " " + sc.GetVersion()
+			}
+			c.scopes = append(c.scopes, scope)
 		}
 	}
 }
@@ -75,6 +83,14 @@ func (c *otlpCollector) serviceNames() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.service...)
+}
+
+// scopeNames returns the instrumentation scope of every ScopeSpans
+// received, as "name version" ("" for none).
+func (c *otlpCollector) scopeNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.scopes...)
 }
 
 // resourceAttributes returns the attributes of every resource received.

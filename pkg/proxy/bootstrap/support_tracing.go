@@ -50,11 +50,13 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig.use_request_id_for_trace_sampling":              {},
 
 	// The OpenTelemetry tracer.
-	"envoy.config.trace.v3.OpenTelemetryConfig.grpc_service":                        {},
-	"envoy.config.trace.v3.OpenTelemetryConfig.http_service":                        {},
-	"envoy.config.trace.v3.OpenTelemetryConfig.service_name":                        {},
-	"envoy.config.trace.v3.OpenTelemetryConfig.max_cache_size":                      {},
-	"envoy.config.trace.v3.OpenTelemetryConfig.set_service_name_resource_attribute": {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.grpc_service":                          {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.http_service":                          {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.service_name":                          {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.max_cache_size":                        {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.set_service_name_resource_attribute":   {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.set_telemetry_sdk_resource_attributes": {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.set_instrumentation_scope":             {},
 	// Resource detectors and samplers are extensions (the environment and
 	// static_config detectors; the always_on, parent_based and
 	// trace_id_ratio_based samplers) that the TypedExtensionConfig entry

@@ -3,6 +3,7 @@ package server
 import (
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
@@ -17,6 +18,7 @@ func (s *Server) tracingContext() tracing.Context {
 		Cluster:  s.grpcCluster,
 		Node:     s.boot.GetNode(),
 		Runtime:  runtimeValues{s.runtime},
+		Version:  options.BuildVersion(),
 	}
 }
 

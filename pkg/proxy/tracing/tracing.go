@@ -102,6 +102,9 @@ type Context struct {
 	// Runtime reads runtime values (flush intervals and sizes); nil reads
 	// none.
 	Runtime Runtime
+	// Version is the proxy's build version (Envoy's
+	// VersionInfo::version()), which tracers report as their SDK's.
+	Version string
 	// Extensions holds the tracers' own extensions (OpenTelemetry's
 	// resource detectors and samplers); nil has none.
 	Extensions *extension.Registry

@@ -16,17 +16,29 @@ import (
 // exportMethod is the OTLP trace service's Export method.
 const exportMethod = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
-// resource is the attributes of the OTLP resource of every span:
-// service.name, unless set_service_name_resource_attribute is false.
-func resource(cfg *tracev3.OpenTelemetryConfig) []tracing.Tag {
-	if v := cfg.GetSetServiceNameResourceAttribute(); v != nil && !v.GetValue() {
-		return nil
+// resource is the attributes of the OTLP resource of every span, before
+// the resource detectors': service.name, unless
+// set_service_name_resource_attribute is false, and Envoy's
+// telemetry.sdk.* attributes unless set_telemetry_sdk_resource_attributes
+// is false (both default to true, as in Envoy). The SDK's name is Envoy's,
+// the tracer Outrigger implements; its language is Outrigger's own, and
+// its version the proxy's build version (Envoy's VersionInfo::version()).
+func resource(cfg *tracev3.OpenTelemetryConfig, version string) []tracing.Tag {
+	var res []tracing.Tag
+	if v := cfg.GetSetServiceNameResourceAttribute(); v == nil || v.GetValue() {
+		name := cfg.GetServiceName()
+		if name == "" {
+			name = defaultServiceName
+		}
+		res = append(res, tracing.Tag{Key: "service.name", Value: name})
 	}
-	name := cfg.GetServiceName()
-	if name == "" {
-		name = defaultServiceName
+	if v := cfg.GetSetTelemetrySdkResourceAttributes(); v == nil || v.GetValue() {
+		res = append(res,
+			tracing.Tag{Key: "telemetry.sdk.language", Value: sdkLanguage},
+			tracing.Tag{Key: "telemetry.sdk.name", Value: sdkName},
+			tracing.Tag{Key: "telemetry.sdk.version", Value: version})
 	}
-	return []tracing.Tag{{Key: "service.name", Value: name}}
+	return res
 }
 
 // rawRequest is an export request already in its wire form.
@@ -51,13 +63,13 @@ func (rawCodec) Name() string { return "proto" }
 
 // grpcExporter calls TraceService/Export.
 type grpcExporter struct {
-	ch  *grpcservice.Channel
-	res []tracing.Tag
-	enc encoder
+	ch   *grpcservice.Channel
+	head requestHead
+	enc  encoder
 }
 
 // newGRPCExporter opens the collector's channel.
-func newGRPCExporter(gs *corev3.GrpcService, res []tracing.Tag, ctx tracing.Context) (*grpcExporter, string, error) {
+func newGRPCExporter(gs *corev3.GrpcService, head requestHead, ctx tracing.Context) (*grpcExporter, string, error) {
 	if ctx.OpenGRPC == nil {
 		return nil, "", errors.New("envoy_grpc: gRPC services are not available here")
 	}
@@ -65,19 +77,19 @@ func newGRPCExporter(gs *corev3.GrpcService, res []tracing.Tag, ctx tracing.Cont
 	if err != nil {
 		return nil, "", err
 	}
-	return &grpcExporter{ch: ch, res: res}, ch.Target, nil
+	return &grpcExporter{ch: ch, head: head}, ch.Target, nil
 }
 
 // Export implements tracing.Exporter.
 func (e *grpcExporter) Export(ctx context.Context, spans []*tracing.Span) error {
 	// A new buffer each time, of the request's size: gRPC may still hold
 	// the last one after a failed call returns.
-	return e.send(ctx, e.enc.appendRequest(nil, e.res, spans))
+	return e.send(ctx, e.enc.appendRequest(nil, e.head, spans))
 }
 
 // ExportEncoded implements tracing.EncodedExporter.
 func (e *grpcExporter) ExportEncoded(ctx context.Context, enc []byte, _ int) error {
-	return e.send(ctx, appendEncodedRequest(nil, e.res, enc))
+	return e.send(ctx, appendEncodedRequest(nil, e.head, enc))
 }
 
 // send calls Export with the request b.
@@ -105,9 +117,9 @@ func (e *grpcExporter) Close() error { return e.ch.Close() }
 
 // httpExporter posts OTLP/HTTP protobuf requests.
 type httpExporter struct {
-	p   *tracing.Poster
-	res []tracing.Tag
-	enc encoder
+	p    *tracing.Poster
+	head requestHead
+	enc  encoder
 	// buf is the last request, reused: the poster writes the body before
 	// Post returns and keeps no reference to it.
 	buf []byte
@@ -115,23 +127,23 @@ type httpExporter struct {
 
 // newHTTPExporter checks an HttpService (see tracing.CompileHTTPService);
 // requests go to /v1/traces unless http_uri's uri names a path.
-func newHTTPExporter(hs *corev3.HttpService, res []tracing.Tag, ctx tracing.Context) (*httpExporter, string, error) {
+func newHTTPExporter(hs *corev3.HttpService, head requestHead, ctx tracing.Context) (*httpExporter, string, error) {
 	p, target, err := tracing.CompileHTTPService(hs, ctx.Cluster, "/v1/traces")
 	if err != nil {
 		return nil, "", err
 	}
-	return &httpExporter{p: p, res: res}, target, nil
+	return &httpExporter{p: p, head: head}, target, nil
 }
 
 // Export implements tracing.Exporter.
 func (e *httpExporter) Export(ctx context.Context, spans []*tracing.Span) error {
-	e.buf = e.enc.appendRequest(e.buf[:0], e.res, spans)
+	e.buf = e.enc.appendRequest(e.buf[:0], e.head, spans)
 	return e.p.Post(ctx, "application/x-protobuf", e.buf)
 }
 
 // ExportEncoded implements tracing.EncodedExporter.
 func (e *httpExporter) ExportEncoded(ctx context.Context, enc []byte, _ int) error {
-	e.buf = appendEncodedRequest(e.buf[:0], e.res, enc)
+	e.buf = appendEncodedRequest(e.buf[:0], e.head, enc)
 	return e.p.Post(ctx, "application/x-protobuf", e.buf)
 }
 

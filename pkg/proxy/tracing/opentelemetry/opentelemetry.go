@@ -21,6 +21,14 @@ const Name = "proxy.tracers.opentelemetry"
 // defaultServiceName is Envoy's service.name when service_name is unset.
 const defaultServiceName = "unknown_service:envoy"
 
+// sdkName is the telemetry.sdk.name resource attribute and the
+// instrumentation scope's name: Envoy's, whose tracer this is.
+const sdkName = "envoy"
+
+// sdkLanguage is the telemetry.sdk.language resource attribute: Envoy
+// says "cpp"; Outrigger's tracer is written in Go.
+const sdkLanguage = "go"
+
 // defaultMaxCacheSize is Envoy's max_cache_size default: the spans kept
 // while the collector is unavailable.
 const defaultMaxCacheSize = 1024
@@ -37,18 +45,16 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 	switch {
 	case cfg.GetExporter() != nil:
 		return nil, errors.New("exporter: not supported by Outrigger (use grpc_service or http_service)")
-	case cfg.GetSetTelemetrySdkResourceAttributes().GetValue():
-		return nil, errors.New("set_telemetry_sdk_resource_attributes: not supported by Outrigger")
-	case cfg.GetSetInstrumentationScope().GetValue():
-		return nil, errors.New("set_instrumentation_scope: not supported by Outrigger")
 	case cfg.GetGrpcService() != nil && cfg.GetHttpService() != nil:
 		return nil, errors.New("grpc_service: only one of grpc_service and http_service may be set")
 	}
 	d := &driver{}
-	res, err := DetectResource(resource(cfg), cfg.GetResourceDetectors(), ctx.Extensions)
+	res, err := DetectResource(resource(cfg, ctx.Version), cfg.GetResourceDetectors(), ctx.Extensions)
 	if err != nil {
 		return nil, err
 	}
+	setScope := cfg.GetSetInstrumentationScope() == nil || cfg.GetSetInstrumentationScope().GetValue()
+	head := newRequestHead(res, setScope, sdkName, ctx.Version)
 	if cfg.GetSampler() != nil {
 		if d.sampler, err = CompileSampler(cfg.GetSampler(), ctx.Extensions); err != nil {
 			return nil, fmt.Errorf("sampler.%w", err)
@@ -64,12 +70,12 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 	)
 	switch {
 	case cfg.GetGrpcService() != nil:
-		exp, target, err = newGRPCExporter(cfg.GetGrpcService(), res, ctx)
+		exp, target, err = newGRPCExporter(cfg.GetGrpcService(), head, ctx)
 		if err != nil {
 			return nil, fmt.Errorf("grpc_service.%w", err)
 		}
 	case cfg.GetHttpService() != nil:
-		exp, target, err = newHTTPExporter(cfg.GetHttpService(), res, ctx)
+		exp, target, err = newHTTPExporter(cfg.GetHttpService(), head, ctx)
 		if err != nil {
 			return nil, fmt.Errorf("http_service.%w", err)
 		}

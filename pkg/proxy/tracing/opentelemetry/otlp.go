@@ -22,7 +22,11 @@ const (
 
 	fieldAttributes = 1 // Resource.attributes
 
+	fieldScope = 1 // ScopeSpans.scope
 	fieldSpans = 2 // ScopeSpans.spans
+
+	fieldScopeName    = 1 // InstrumentationScope.name
+	fieldScopeVersion = 2 // InstrumentationScope.version
 
 	fieldTraceID      = 1 // Span.trace_id
 	fieldSpanID       = 2 // Span.span_id
@@ -182,32 +186,60 @@ func encodeTag(key, value string) string {
 	return string(appendKV(nil, fieldSpanAttrs, key, value))
 }
 
+// requestHead is what every export request repeats before its spans:
+// the resource's attributes and the ScopeSpans' InstrumentationScope
+// field, encoded once (empty when set_instrumentation_scope is false).
+type requestHead struct {
+	resource []tracing.Tag
+	scope    []byte
+}
+
+// newRequestHead encodes the instrumentation scope Envoy names its spans
+// with (name and version) when scope is true.
+func newRequestHead(resource []tracing.Tag, scope bool, name, version string) requestHead {
+	h := requestHead{resource: resource}
+	if scope {
+		var in []byte
+		in = protowire.AppendTag(in, fieldScopeName, protowire.BytesType)
+		in = protowire.AppendString(in, name)
+		if version != "" {
+			in = protowire.AppendTag(in, fieldScopeVersion, protowire.BytesType)
+			in = protowire.AppendString(in, version)
+		}
+		h.scope = protowire.AppendTag(h.scope, fieldScope, protowire.BytesType)
+		h.scope = protowire.AppendBytes(h.scope, in)
+	}
+	return h
+}
+
 // appendScopeSpans appends an ExportTraceServiceRequest's head, up to
-// and with its ScopeSpans' tag and length, for the resource's attributes
-// and spans of scopeSize bytes.
-func appendScopeSpans(b []byte, resource []tracing.Tag, scopeSize int) []byte {
+// and with its ScopeSpans' tag, length and scope, for the head's resource
+// and spans of spansSize bytes.
+func appendScopeSpans(b []byte, h requestHead, spansSize int) []byte {
 	resSize := 0
-	for _, t := range resource {
+	for _, t := range h.resource {
 		resSize += lenField(kvSize(t.Key, t.Value))
 	}
+	scopeSize := len(h.scope) + spansSize
 	rsSize := lenField(resSize) + lenField(scopeSize)
 	b = slices.Grow(b, lenField(rsSize))
 	b = protowire.AppendTag(b, fieldResourceSpans, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(rsSize))
 	b = protowire.AppendTag(b, fieldResource, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(resSize))
-	for _, t := range resource {
+	for _, t := range h.resource {
 		b = appendKV(b, fieldAttributes, t.Key, t.Value)
 	}
 	b = protowire.AppendTag(b, fieldScopeSpans, protowire.BytesType)
-	return protowire.AppendVarint(b, uint64(scopeSize))
+	b = protowire.AppendVarint(b, uint64(scopeSize))
+	return append(b, h.scope...)
 }
 
 // appendEncodedRequest appends the ExportTraceServiceRequest of spans
 // already encoded as appendSpan writes them (encodeSpan), joined in enc:
 // the same bytes as appendRequest writes for the spans.
-func appendEncodedRequest(b []byte, resource []tracing.Tag, enc []byte) []byte {
-	b = appendScopeSpans(b, resource, len(enc))
+func appendEncodedRequest(b []byte, h requestHead, enc []byte) []byte {
+	b = appendScopeSpans(b, h, len(enc))
 	return append(b, enc...)
 }
 
@@ -225,16 +257,16 @@ type encoder struct {
 }
 
 // appendRequest appends the ExportTraceServiceRequest of a batch: one
-// ResourceSpans with the resource's attributes and one ScopeSpans.
-func (e *encoder) appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []byte {
+// ResourceSpans with the head's resource and one ScopeSpans.
+func (e *encoder) appendRequest(b []byte, h requestHead, spans []*tracing.Span) []byte {
 	e.sizes = e.sizes[:0]
-	scopeSize := 0
+	spansSize := 0
 	for _, s := range spans {
 		n := spanSize(s)
 		e.sizes = append(e.sizes, n)
-		scopeSize += lenField(n)
+		spansSize += lenField(n)
 	}
-	b = appendScopeSpans(b, resource, scopeSize)
+	b = appendScopeSpans(b, h, spansSize)
 	for i, s := range spans {
 		b = appendSpan(b, s, e.sizes[i])
 	}

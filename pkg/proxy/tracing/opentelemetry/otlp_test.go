@@ -29,7 +29,7 @@ func TestRequestDecodes(t *testing.T) {
 	res := []tracing.Tag{{Key: "service.name", Value: "edge"}}
 
 	var req collectorpb.ExportTraceServiceRequest
-	if err := proto.Unmarshal((&encoder{}).appendRequest(nil, res, []*tracing.Span{root, child}), &req); err != nil {
+	if err := proto.Unmarshal((&encoder{}).appendRequest(nil, requestHead{resource: res}, []*tracing.Span{root, child}), &req); err != nil {
 		t.Fatal(err)
 	}
 	rs := req.GetResourceSpans()
@@ -69,7 +69,7 @@ func TestRequestDecodesAroundOneByteLengths(t *testing.T) {
 		spans = append(spans, s)
 	}
 	var req collectorpb.ExportTraceServiceRequest
-	if err := proto.Unmarshal((&encoder{}).appendRequest(nil, nil, spans), &req); err != nil {
+	if err := proto.Unmarshal((&encoder{}).appendRequest(nil, requestHead{}, spans), &req); err != nil {
 		t.Fatal(err)
 	}
 	got := req.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()
@@ -155,7 +155,7 @@ func benchmarkAppendRequest(b *testing.B, spans []*tracing.Span) {
 	)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = e.appendRequest(buf[:0], res, spans)
+		buf = e.appendRequest(buf[:0], requestHead{resource: res}, spans)
 	}
 }
 
@@ -180,8 +180,8 @@ func TestPreparedTagsEncodeAsTags(t *testing.T) {
 	var e encoder
 	for i := range plain {
 		prepared[i].Trace, prepared[i].ID = plain[i].Trace, plain[i].ID
-		want := e.appendRequest(nil, nil, plain[i:i+1])
-		got := e.appendRequest(nil, nil, prepared[i:i+1])
+		want := e.appendRequest(nil, requestHead{}, plain[i:i+1])
+		got := e.appendRequest(nil, requestHead{}, prepared[i:i+1])
 		if string(got) != string(want) {
 			t.Errorf("span %d: prepared tags encode as\n%x, want\n%x", i, got, want)
 		}
@@ -270,8 +270,8 @@ func TestEncodedRequestMatchesRequest(t *testing.T) {
 	}
 	var e encoder
 	for _, res := range [][]tracing.Tag{nil, {{Key: "service.name", Value: "edge"}}} {
-		want := e.appendRequest(nil, res, spans)
-		got := appendEncodedRequest(nil, res, joined.enc)
+		want := e.appendRequest(nil, requestHead{resource: res}, spans)
+		got := appendEncodedRequest(nil, requestHead{resource: res}, joined.enc)
 		if string(got) != string(want) {
 			t.Errorf("resource %v: spans encoded at finish give\n%x, want\n%x", res, got, want)
 		}
@@ -284,7 +284,7 @@ func TestEncodedRequestMatchesRequest(t *testing.T) {
 		}
 	}
 	one := encodeSpan(nil, spans[2])
-	if got, want := appendEncodedRequest(nil, nil, one), e.appendRequest(nil, nil, spans[2:3]); string(got) != string(want) {
+	if got, want := appendEncodedRequest(nil, requestHead{}, one), e.appendRequest(nil, requestHead{}, spans[2:3]); string(got) != string(want) {
 		t.Errorf("one span encoded at finish gives\n%x, want\n%x", got, want)
 	}
 }
