@@ -209,6 +209,74 @@ var _ = Describe("Tracing with Zipkin", func() {
 		Expect(fresh.TraceID).To(HaveLen(32))
 	})
 
+	It("reads a traceparent when B3 is absent and writes both with trace_context_option USE_B3_WITH_W3C_PROPAGATION", func() {
+		collector := startZipkinCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND",
+			zipkinTracing("                trace_context_option: USE_B3_WITH_W3C_PROPAGATION\n"),
+			httpCollectorCluster("zipkin", collector.port), ""))
+
+		// Only W3C: the trace and the shared span are the traceparent's.
+		code, _ := tracedGet(port, "/w3c", http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(1))
+		sp := collector.received()[0]
+		Expect(sp.TraceID).To(Equal("4bf92f3577b34da6a3ce929d0e0e4736"))
+		Expect(sp.ID).To(Equal("00f067aa0ba902b7"))
+		Expect(sp.Shared).To(BeTrue())
+		h := up.headers("/w3c")
+		Expect(h.Get("X-B3-Traceid")).To(Equal("4bf92f3577b34da6a3ce929d0e0e4736"))
+		Expect(h.Get("X-B3-Spanid")).To(Equal("00f067aa0ba902b7"))
+		Expect(h.Get("X-B3-Sampled")).To(Equal("1"))
+		Expect(h.Get("Traceparent")).To(Equal("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+
+		// B3 wins over a traceparent, and both go upstream: a 64-bit B3
+		// trace id padded to the traceparent's 32 digits.
+		code, _ = tracedGet(port, "/both", http.Header{
+			"X-B3-Traceid": {"463ac35c9f6413ad"}, "X-B3-Spanid": {"a2fb4a1d1a96d312"}, "X-B3-Sampled": {"0"},
+			"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		})
+		Expect(code).To(Equal(200))
+		h = up.headers("/both")
+		Expect(h.Get("X-B3-Traceid")).To(Equal("463ac35c9f6413ad"))
+		Expect(h.Get("X-B3-Sampled")).To(Equal("0"))
+		Expect(h.Get("Traceparent")).To(Equal("00-0000000000000000463ac35c9f6413ad-a2fb4a1d1a96d312-00"))
+		Consistently(collector.received, "300ms").Should(HaveLen(1), "B3 said not sampled")
+
+		// Neither: a new trace, written in both forms.
+		code, _ = tracedGet(port, "/none", nil)
+		Expect(code).To(Equal(200))
+		h = up.headers("/none")
+		Expect(h.Get("Traceparent")).To(Equal("00-0000000000000000" + h.Get("X-B3-Traceid") + "-" + h.Get("X-B3-Spanid") + "-01"))
+	})
+
+	It("makes an egress span the server's with split_spans_for_request, and the upstream span the client's", func() {
+		collector := startZipkinCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		Start(newDir(), tracingBootstrap(port, up.port, "OUTBOUND",
+			zipkinTracing("                split_spans_for_request: true\n"),
+			httpCollectorCluster("zipkin", collector.port), "              start_child_span: true"))
+		code, _ := tracedGet(port, "/split", http.Header{"B3": {"463ac35c9f6413ad-a2fb4a1d1a96d312-1"}})
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(2))
+		var server, client *zipkinSpan
+		for i, sp := range collector.received() {
+			switch sp.Kind {
+			case "SERVER":
+				server = &collector.received()[i]
+			case "CLIENT":
+				client = &collector.received()[i]
+			}
+		}
+		Expect(server).NotTo(BeNil(), "%+v", collector.received())
+		Expect(server.ID).To(Equal("a2fb4a1d1a96d312"), "a server span shares the client's span")
+		Expect(client).NotTo(BeNil(), "%+v", collector.received())
+		Expect(client.ParentID).To(Equal(server.ID))
+		Expect(up.headers("/split").Get("X-B3-Spanid")).To(Equal(client.ID))
+	})
+
 	It("posts to collector_service: its cluster, the host and path of its uri, and its headers; formats value custom tags", func() {
 		collector := startZipkinCollector()
 		up := startTracedUpstream()

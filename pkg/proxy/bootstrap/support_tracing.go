@@ -79,4 +79,6 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.trace.v3.ZipkinConfig.collector_endpoint_version": {values: []string{"HTTP_JSON"}},
 	"envoy.config.trace.v3.ZipkinConfig.collector_hostname":         {},
 	"envoy.config.trace.v3.ZipkinConfig.collector_service":          {},
+	"envoy.config.trace.v3.ZipkinConfig.trace_context_option":       {},
+	"envoy.config.trace.v3.ZipkinConfig.split_spans_for_request":    {},
 }

@@ -323,6 +323,7 @@ func (s *stream) spanOptions(traced bool) tracing.StartOptions {
 		Operation: op,
 		Host:      s.authority,
 		Egress:    t.egress,
+		Spawn:     t.spawnUpstream,
 		Start:     s.start,
 		Traced:    traced,
 		Local:     &s.localSpan,

@@ -67,8 +67,13 @@ type StartOptions struct {
 	// may view a buffer the next request reuses: a span keeping it must
 	// copy it.
 	Host string
-	// Egress is set on OUTBOUND listeners: the span is the client's.
+	// Egress is set on OUTBOUND listeners: the span is the client's,
+	// unless Spawn.
 	Egress bool
+	// Spawn is the connection manager's spawn_upstream_span: the proxy is
+	// a hop of its own, its request span the server's whatever the
+	// direction, and each upstream request a client span under it.
+	Spawn bool
 	// Start is when the request's first byte arrived.
 	Start time.Time
 	// Traced is the connection manager's sampling decision.

@@ -168,7 +168,9 @@ func (d *driver) newSpan(o tracing.StartOptions, local bool) *tracing.Span {
 		s = d.pool.Get(rep, w3c{})
 	}
 	s.Name, s.Start = o.Operation, o.Start
-	if o.Egress {
+	if o.Egress && !o.Spawn {
+		// With upstream spans of its own, the request's span is the
+		// server's in either direction (Envoy's getSpanKind).
 		s.Kind = tracing.Client
 	}
 	return s

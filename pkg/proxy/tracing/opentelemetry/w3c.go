@@ -2,8 +2,6 @@ package opentelemetry
 
 import (
 	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"strings"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
@@ -14,7 +12,7 @@ const (
 	traceparent = "traceparent"
 	tracestate  = "tracestate"
 	// traceparentLen is the length of a version 00 traceparent value.
-	traceparentLen = 55
+	traceparentLen = tracing.TraceparentLen
 )
 
 // parent is a trace context read from traceparent and tracestate.
@@ -47,37 +45,9 @@ func extract(h tracing.Headers) (p parent, found bool, err error) {
 
 // parseTraceparent reads a traceparent value (extract's rules); the
 // parent's state is left empty.
-func parseTraceparent(v string) (p parent, err error) {
-	if len(v) != traceparentLen || v[2] != '-' || v[35] != '-' || v[52] != '-' {
-		return p, errors.New("invalid traceparent")
-	}
-	version, traceHex, spanHex, flags := v[:2], v[3:35], v[36:52], v[53:]
-	if !isLowerHex(version) || !isLowerHex(traceHex) || !isLowerHex(spanHex) || !isLowerHex(flags) {
-		return p, errors.New("invalid traceparent: not lower-case hexadecimal")
-	}
-	if version == "ff" {
-		return p, errors.New("invalid traceparent version")
-	}
-	_, _ = hex.Decode(p.trace[:], []byte(traceHex))
-	_, _ = hex.Decode(p.span[:], []byte(spanHex))
-	if p.trace.IsZero() || p.span.IsZero() {
-		return p, errors.New("invalid traceparent: zero id")
-	}
-	var f [1]byte
-	_, _ = hex.Decode(f[:], []byte(flags))
-	p.sampled = f[0]&1 == 1
-	return p, nil
-}
-
-// isLowerHex reports whether s is lower-case hexadecimal digits only.
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+func parseTraceparent(v string) (parent, error) {
+	tp, err := tracing.ParseTraceparent(v)
+	return parent{trace: tp.Trace, span: tp.Span, sampled: tp.Sampled}, err
 }
 
 // w3c propagates spans in traceparent and tracestate.

@@ -84,6 +84,11 @@ func TestStartSpanAndInject(t *testing.T) {
 	if c.Sampled || c.Parent.Hex() != "00f067aa0ba902b7" || c.Trace.Hex() != "4bf92f3577b34da6a3ce929d0e0e4736" || c.Kind != tracing.Client {
 		t.Fatalf("child span = %+v", c)
 	}
+	// With upstream spans of its own (spawn_upstream_span), the request's
+	// span is the server's on an egress listener too.
+	if sc := d.StartSpan(in, tracing.StartOptions{Operation: "egress h", Egress: true, Spawn: true, Start: start, Traced: true}); sc.Kind == tracing.Client {
+		t.Errorf("egress span with spawn_upstream_span = %+v, want a server span", sc)
+	}
 	out = headers{}
 	c.Inject(out)
 	if got, _ := out.Get("traceparent"); got != "00-4bf92f3577b34da6a3ce929d0e0e4736-"+c.ID.Hex()+"-00" {

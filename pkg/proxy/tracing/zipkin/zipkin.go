@@ -41,6 +41,9 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 	}
 	d := &driver{
 		shared:  true,
+		//lint:ignore SA1019 split_spans_for_request is deprecated for the connection manager's spawn_upstream_span, and still accepted.
+		split:   cfg.GetSplitSpansForRequest(),
+		w3c:     cfg.GetTraceContextOption() == tracev3.ZipkinConfig_USE_B3_WITH_W3C_PROPAGATION,
 		long:    cfg.GetTraceId_128Bit(),
 		stamped: cfg.GetTimestampTraceIds(),
 		service: ctx.Node.GetCluster(),
@@ -138,6 +141,14 @@ type driver struct {
 	// shared is shared_span_context: an ingress span takes the client's
 	// span id.
 	shared bool
+	// split is split_spans_for_request: as the connection manager's
+	// spawn_upstream_span, the request's span is the server's whatever
+	// the direction.
+	split bool
+	// w3c is trace_context_option USE_B3_WITH_W3C_PROPAGATION: a request
+	// without B3 headers is read from its traceparent, and upstream
+	// requests get a traceparent beside the B3 headers.
+	w3c bool
 	// long is trace_id_128bit for the traces the proxy starts.
 	long bool
 	// stamped is timestamp_trace_ids: a new trace id's first 32 bits
@@ -155,16 +166,31 @@ type driver struct {
 // client's span (an ingress span with shared_span_context) or is its
 // child; an unreadable context traces nothing.
 func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.Span {
-	sampled := extractSampled(h, o.Traced)
-	c, err := extractContext(h, sampled)
+	var (
+		c       b3Context
+		err     error
+		sampled bool
+		prop    tracing.Propagator = b3{}
+	)
+	if d.w3c {
+		prop = b3w3c{}
+		c, sampled, err = extractWithW3C(h, o.Traced)
+	} else {
+		sampled = extractSampled(h, o.Traced)
+		c, err = extractContext(h, sampled)
+	}
 	if err != nil && !errors.Is(err, errNoContext) {
 		return nil
 	}
-	s := d.pool.Get(d.batcher, b3{})
+	s := d.pool.Get(d.batcher, prop)
 	// The host views the request's buffer: SetOperation copies it.
 	s.SetOperation(o.Host)
 	s.Start, s.Sampled = o.Start, sampled
-	if o.Egress {
+	// With upstream spans of their own (spawn_upstream_span or
+	// split_spans_for_request) the request's span is the server's in
+	// either direction, as Envoy's getAnnotation decides.
+	egress := o.Egress && !o.Spawn && !d.split
+	if egress {
 		s.Kind = tracing.Client
 	}
 	switch {
@@ -186,7 +212,7 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 			}
 			binary.BigEndian.PutUint32(s.Trace[word:word+4], uint32(o.Start.Unix()))
 		}
-	case o.Egress || !d.shared:
+	case egress || !d.shared:
 		s.Trace, s.ID, s.Parent = c.trace, s.NewSpanID(), c.span
 	default:
 		s.Trace, s.ID, s.Parent, s.Shared = c.trace, c.span, c.parent, true
