@@ -40,7 +40,7 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 		return nil, err
 	}
 	d := &driver{
-		shared:  true,
+		shared: true,
 		//lint:ignore SA1019 split_spans_for_request is deprecated for the connection manager's spawn_upstream_span, and still accepted.
 		split:   cfg.GetSplitSpansForRequest(),
 		w3c:     cfg.GetTraceContextOption() == tracev3.ZipkinConfig_USE_B3_WITH_W3C_PROPAGATION,
