@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -146,6 +147,33 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
 			"telemetry.sdk.name":     "envoy",
 			"telemetry.sdk.version":  version,
 		}))
+	})
+
+	It("exports custom tags with a value_type as typed OpenTelemetry attributes, falling back to the string", func() {
+		collector, cport := startOTLPCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		tracingCfg := otelTracing(`            - {tag: retries, literal: {value: "42"}, value_type: INT}
+            - {tag: ratio, request_header: {name: x-ratio}, value_type: DOUBLE}
+            - {tag: cached, request_header: {name: x-cached}, value_type: BOOL}
+            - {tag: broken, literal: {value: forty}, value_type: INT}
+            - {tag: label, literal: {value: "7"}, value_type: STRING}
+            random_sampling: {value: 100}
+`)
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", tracingCfg, grpcCollectorCluster(cport), ""))
+		code, _ := tracedGet(port, "/typed", http.Header{"X-Ratio": {"0.25"}, "X-Cached": {"yes"}})
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(1))
+		values := map[string]*commonpb.AnyValue{}
+		for _, a := range collector.received()[0].GetAttributes() {
+			values[a.GetKey()] = a.GetValue()
+		}
+		Expect(values["retries"].GetValue()).To(Equal(&commonpb.AnyValue_IntValue{IntValue: 42}))
+		Expect(values["ratio"].GetValue()).To(Equal(&commonpb.AnyValue_DoubleValue{DoubleValue: 0.25}))
+		Expect(values["cached"].GetValue()).To(Equal(&commonpb.AnyValue_BoolValue{BoolValue: true}))
+		Expect(values["broken"].GetValue()).To(Equal(&commonpb.AnyValue_StringValue{StringValue: "forty"}), "a value that does not parse stays a string")
+		Expect(values["label"].GetValue()).To(Equal(&commonpb.AnyValue_StringValue{StringValue: "7"}))
+		Expect(values["team"].GetValue()).To(Equal(&commonpb.AnyValue_StringValue{StringValue: "payments"}))
 	})
 
 	It("samples by trace id with the trace_id_ratio_based sampler, whatever the incoming flag says", func() {

@@ -27,6 +27,11 @@ func CompileCustomTag(t *tracev3.CustomTag) (CustomTag, error) {
 	if t.GetTag() == "" {
 		return CustomTag{}, errors.New("tag: must be set")
 	}
+	if vt := t.GetValueType(); vt != tracev3.CustomTag_UNSPECIFIED && vt != tracev3.CustomTag_STRING {
+		// Typed values are the tracers' (CustomTag's documentation names
+		// no access log that reads them): refused rather than dropped.
+		return CustomTag{}, fmt.Errorf("value_type: %v is not supported by Outrigger in access logs (tracing's custom tags take it)", vt)
+	}
 	switch k := t.GetType().(type) {
 	case *tracev3.CustomTag_Literal_:
 		return CustomTag{Tag: t.GetTag(), literal: k.Literal.GetValue()}, nil

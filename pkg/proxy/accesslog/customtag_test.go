@@ -36,3 +36,17 @@ func TestCustomTagValue(t *testing.T) {
 		t.Fatalf("CompileCustomTag(bad format) = %v; want a value: error", err)
 	}
 }
+
+// TestCustomTagValueTypeRefused: an access log's custom tag with a typed
+// value_type is refused with the field's path (the tracers take it); an
+// explicit STRING is the default.
+func TestCustomTagValueTypeRefused(t *testing.T) {
+	lit := &tracev3.CustomTag_Literal_{Literal: &tracev3.CustomTag_Literal{Value: "3"}}
+	if _, err := CompileCustomTag(&tracev3.CustomTag{Tag: "n", Type: lit, ValueType: tracev3.CustomTag_INT}); err == nil ||
+		err.Error() != "value_type: INT is not supported by Outrigger in access logs (tracing's custom tags take it)" {
+		t.Errorf("INT: err = %v", err)
+	}
+	if _, err := CompileCustomTag(&tracev3.CustomTag{Tag: "n", Type: lit, ValueType: tracev3.CustomTag_STRING}); err != nil {
+		t.Errorf("STRING: %v", err)
+	}
+}

@@ -201,11 +201,6 @@ func TestValidateSupport(t *testing.T) {
 			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig,
 				grpc_service: {envoy_grpc: {cluster_name: c}}, custom_tags: [{tag: u, value: "%PROTOCOL%"}]}`),
 		},
-		"open telemetry access logger custom tag value_type": {
-			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig,
-				grpc_service: {envoy_grpc: {cluster_name: c}}, custom_tags: [{tag: u, value: "%PROTOCOL%", value_type: INT}]}`),
-			want: []string{"admin.access_log[1].typed_config.custom_tags[0].value_type: not supported by Outrigger"},
-		},
 		"unsupported access logger": {
 			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.fluentd.v3.FluentdAccessLogConfig}`),
 			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.fluentd.v3.FluentdAccessLogConfig" is not supported by Outrigger (envoy.access_loggers.fluentd: not yet); see docs/extensions.md`},

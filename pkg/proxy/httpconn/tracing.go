@@ -619,7 +619,7 @@ func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
 			var ok bool
 			at := len(s.tagBuf)
 			if s.tagBuf, ok = t.Metadata.AppendValue(s.tagBuf, &s.entry); ok {
-				sp.SetTag(t.Tag, s.tagSince(at))
+				setCustomTag(sp, &t, s.tagSince(at))
 			}
 			continue
 		}
@@ -627,7 +627,7 @@ func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
 			at := len(s.tagBuf)
 			s.tagBuf = t.Format.AppendValue(s.tagBuf, &s.entry)
 			if v := s.tagSince(at); v != "" {
-				sp.SetTag(t.Tag, v)
+				setCustomTag(sp, &t, v)
 			}
 			continue
 		}
@@ -638,8 +638,29 @@ func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
 			}
 		}
 		if v != "" {
-			sp.SetTag(t.Tag, v)
+			setCustomTag(sp, &t, v)
 		}
+	}
+}
+
+// setCustomTag sets a custom tag's value, with its value_type when it has
+// one.
+func setCustomTag(sp *tracing.Span, t *customTag, v string) {
+	switch t.Type {
+	case router.TagInt:
+		sp.SetTypedTag(t.Tag, v, tracing.IntValue)
+	case router.TagDouble:
+		sp.SetTypedTag(t.Tag, v, tracing.DoubleValue)
+	case router.TagBool:
+		sp.SetTypedTag(t.Tag, v, tracing.BoolValue)
+	default:
+		if len(sp.Typed) > 0 {
+			// A string tag replacing a typed one of the same key
+			// (a route's over the connection manager's).
+			sp.SetTypedTag(t.Tag, v, tracing.StringValue)
+			return
+		}
+		sp.SetTag(t.Tag, v)
 	}
 }
 

@@ -25,7 +25,22 @@ type CustomTag struct {
 	Tag, Value, Header string
 	Metadata           *accesslog.MetadataTag
 	Format             *accesslog.Formatter
+	// Type is value_type: the type tracers with typed attributes export
+	// the value as.
+	Type TagType
 }
+
+// TagType is a custom tag's value_type (the tracing package's ValueType,
+// which this package cannot import).
+type TagType uint8
+
+// The custom tags' value types.
+const (
+	TagString TagType = iota
+	TagInt
+	TagDouble
+	TagBool
+)
 
 // RouteTracing is a route's tracing: sampling that replaces the connection
 // manager's for its requests (each unset percentage is 100%, as in
@@ -144,6 +159,17 @@ func CompileCustomTag(ct *tracingtagsv3.CustomTag) (CustomTag, error) {
 		}
 	default:
 		return t, errors.New("type: one of literal, environment, request_header, metadata or value is required")
+	}
+	switch vt := ct.GetValueType(); vt {
+	case tracingtagsv3.CustomTag_UNSPECIFIED, tracingtagsv3.CustomTag_STRING:
+	case tracingtagsv3.CustomTag_INT:
+		t.Type = TagInt
+	case tracingtagsv3.CustomTag_DOUBLE:
+		t.Type = TagDouble
+	case tracingtagsv3.CustomTag_BOOL:
+		t.Type = TagBool
+	default:
+		return t, fmt.Errorf("value_type: unknown value %d", vt)
 	}
 	return t, nil
 }

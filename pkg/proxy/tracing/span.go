@@ -29,6 +29,27 @@ type Tag struct {
 	Key, Value string
 }
 
+// ValueType is the type a custom tag's value is exported as
+// (CustomTag.value_type): tracers with typed attributes (OpenTelemetry)
+// coerce the value, and fall back to the string when it does not parse;
+// the others always export the string.
+type ValueType uint8
+
+// The value types.
+const (
+	StringValue ValueType = iota
+	IntValue
+	DoubleValue
+	BoolValue
+)
+
+// TypedTag names a tag of the span whose value has a type other than
+// the string.
+type TypedTag struct {
+	Key  string
+	Type ValueType
+}
+
 // TagEncoder is a Driver whose export writes a tag the same bytes each
 // time (OpenTelemetry's KeyValue): it encodes constant tags once
 // (PrepareTags).
@@ -232,6 +253,9 @@ type Span struct {
 	// Encoded are the runs of Tags added prepared and encoded, in order;
 	// a tag replaced by SetTag empties it (the export encodes every tag).
 	Encoded []EncodedRun
+	// Typed are the tags set with a value type (SetTypedTag), empty on
+	// most spans.
+	Typed []TypedTag
 
 	reporter   Reporter
 	propagator Propagator
@@ -340,6 +364,7 @@ func (s *Span) Pooled() *Span {
 	for _, t := range s.Tags {
 		p.AddTag(t.Key, t.Value)
 	}
+	p.Typed = append(p.Typed, s.Typed...)
 	p.Logs = append(p.Logs, s.Logs...)
 	s.Release()
 	return p
@@ -383,6 +408,10 @@ func (s *Span) reset() {
 			clear(s.Encoded)
 		}
 		s.Encoded = s.Encoded[:0]
+	}
+	if len(s.Typed) > 0 {
+		clear(s.Typed)
+		s.Typed = s.Typed[:0]
 	}
 	// Field by field: assigning a whole Span literal built it aside and
 	// copied it, pointers and all, which cost an untraced request more
@@ -441,6 +470,36 @@ func (s *Span) SetTag(key, value string) {
 		}
 	}
 	s.AddConstTag(key, value)
+}
+
+// SetTypedTag is SetTag for a custom tag with a value type: the value
+// stays the string, and the span notes the type its export coerces it
+// to (the last one set for the key).
+func (s *Span) SetTypedTag(key, value string, t ValueType) {
+	s.SetTag(key, value)
+	if key == "" {
+		return
+	}
+	for i := range s.Typed {
+		if s.Typed[i].Key == key {
+			s.Typed[i].Type = t
+			return
+		}
+	}
+	if t != StringValue {
+		s.Typed = append(s.Typed, TypedTag{Key: key, Type: t})
+	}
+}
+
+// TypeOf returns the value type of a tag: StringValue unless set with
+// another by SetTypedTag.
+func (s *Span) TypeOf(key string) ValueType {
+	for _, t := range s.Typed {
+		if t.Key == key {
+			return t.Type
+		}
+	}
+	return StringValue
 }
 
 // AddTag sets an attribute that the span does not have yet (the caller

@@ -109,6 +109,9 @@ func spanSize(s *tracing.Span) int {
 	if s.Name != "" {
 		n += lenField(len(s.Name))
 	}
+	if len(s.Typed) > 0 {
+		return n + typedTagsSize(s)
+	}
 	if sum, longest := s.TagBytes(); longest < maxShortKV {
 		// Every tag short (the usual case): a short KeyValue (kvSize) and
 		// its one-byte tag and length each, from the span's running sum.
@@ -160,6 +163,9 @@ func appendSpan(b []byte, s *tracing.Span, size int) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.Start.UnixNano()))
 	b = append(b, fieldEnd<<3|byte(protowire.Fixed64Type))
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.End.UnixNano()))
+	if len(s.Typed) > 0 {
+		return appendTypedTags(b, s)
+	}
 	// The tags, but for the runs encoded once (tracing.PreparedTags),
 	// which are copied. The loops stay the plain loop over the tags:
 	// keeping the runs' state in it cost more than the runs saved.
