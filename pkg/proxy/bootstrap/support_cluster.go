@@ -20,11 +20,16 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.upstream_connection_options": {},
 	"envoy.config.cluster.v3.Cluster.upstream_bind_config":        {},
 	// The bind configuration of the clusters without their own.
-	"envoy.config.bootstrap.v3.ClusterManager.upstream_bind_config":   {},
-	"envoy.config.core.v3.BindConfig.source_address":                  {},
-	"envoy.config.core.v3.BindConfig.freebind":                        {},
-	"envoy.config.core.v3.BindConfig.socket_options":                  {},
-	"envoy.config.cluster.v3.UpstreamConnectionOptions.tcp_keepalive": {},
+	"envoy.config.bootstrap.v3.ClusterManager.upstream_bind_config": {},
+	// Envoy creates a cluster's per-worker copy on the worker's first
+	// request to it rather than on every worker up front: Outrigger's
+	// workers share one cluster and keep no copy, so every cluster is
+	// already as deferred as the option asks (docs/compat.md).
+	"envoy.config.bootstrap.v3.ClusterManager.enable_deferred_cluster_creation": {},
+	"envoy.config.core.v3.BindConfig.source_address":                            {},
+	"envoy.config.core.v3.BindConfig.freebind":                                  {},
+	"envoy.config.core.v3.BindConfig.socket_options":                            {},
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.tcp_keepalive":           {},
 	// Connections race an endpoint's addresses (pkg/proxy/cluster,
 	// happyeyeballs.go).
 	"envoy.config.cluster.v3.UpstreamConnectionOptions.happy_eyeballs_config":                            {},

@@ -131,7 +131,7 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"static_resources.clusters[0].outlier_detection.monitors: not supported by Outrigger"},
 		},
 		"cluster manager": {
-			overlay: "cluster_manager: {local_cluster_name: backend, outlier_detection: {event_log_path: /tmp/x}, upstream_bind_config: {source_address: {address: 127.0.0.1, port_value: 0}}, load_stats_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: backend}}]}}",
+			overlay: "cluster_manager: {local_cluster_name: backend, enable_deferred_cluster_creation: true, outlier_detection: {event_log_path: /tmp/x}, upstream_bind_config: {source_address: {address: 127.0.0.1, port_value: 0}}, load_stats_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: backend}}]}}",
 		},
 		"load balancers": {
 			// Envoy takes the first policy it has: an unknown one before
