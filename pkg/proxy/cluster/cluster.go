@@ -306,8 +306,15 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 	priorities = c.keepHealthyRemoved(priorities)
 	old := c.set.Load()
 	hs := &hostSet{priorities: priorities, policy: c.assigned}
-	for _, level := range priorities {
-		hs.hosts = append(hs.hosts, level...)
+	if len(priorities) == 1 {
+		// One level is the whole set: shared, not copied (levels are
+		// never written once built; the full slice expression makes an
+		// append copy).
+		hs.hosts = priorities[0][:len(priorities[0]):len(priorities[0])]
+	} else {
+		for _, level := range priorities {
+			hs.hosts = append(hs.hosts, level...)
+		}
 	}
 	for _, h := range hs.hosts {
 		if h.Canary {
