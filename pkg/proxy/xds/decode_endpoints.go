@@ -70,17 +70,22 @@ func (r *endpointReuse) decode(dec bootstrap.Decoder, depth int, value []byte) (
 	if !ok {
 		return nil, false
 	}
+	// A group's entries are read from its wire form as they are decoded,
+	// not listed first (a list of 10,000 byte slices was most of what a
+	// one-endpoint change allocated here).
 	type group struct {
+		wire    []byte
 		rest    []byte
-		entries [][]byte
+		entries int
 	}
 	gs := make([]group, len(groups))
 	total := 0
 	for i, g := range groups {
-		if gs[i].rest, gs[i].entries, ok = splitField(g, lleLbEndpointsField); !ok {
+		gs[i].wire = g
+		if gs[i].rest, gs[i].entries, ok = splitCount(g, lleLbEndpointsField); !ok {
 			return nil, false
 		}
-		total += len(gs[i].entries)
+		total += gs[i].entries
 	}
 	if total < minReusedEndpoints {
 		return nil, false
@@ -100,16 +105,25 @@ func (r *endpointReuse) decode(dec bootstrap.Decoder, depth int, value []byte) (
 		if !dec.DecodePlain(depth+1, g.rest, lle) {
 			return nil, false
 		}
-		lle.LbEndpoints = make([]*endpointv3.LbEndpoint, 0, len(g.entries))
-		for _, b := range g.entries {
-			e := r.known[string(b)]
+		lle.LbEndpoints = make([]*endpointv3.LbEndpoint, 0, g.entries)
+		for b := g.wire; len(b) > 0; {
+			// g.wire parsed in splitCount.
+			n, typ, tagLen := protowire.ConsumeTag(b)
+			valLen := protowire.ConsumeFieldValue(n, typ, b[tagLen:])
+			field := b[tagLen : tagLen+valLen]
+			b = b[tagLen+valLen:]
+			if n != lleLbEndpointsField || typ != protowire.BytesType {
+				continue
+			}
+			v, _ := protowire.ConsumeBytes(field)
+			e := r.known[string(v)]
 			if e == nil {
 				lbe := new(endpointv3.LbEndpoint)
-				if !dec.DecodePlain(depth+2, b, lbe) {
+				if !dec.DecodePlain(depth+2, v, lbe) {
 					return nil, false
 				}
 				e = &reusedEndpoint{msg: lbe}
-				r.known[string(b)] = e
+				r.known[string(v)] = e
 			}
 			if e.gen != r.gen {
 				r.seen++
@@ -153,6 +167,28 @@ func splitField(b []byte, num protowire.Number) (rest []byte, values [][]byte, o
 		b = b[tagLen+valLen:]
 	}
 	return rest, values, true
+}
+
+// splitCount is splitField counting the occurrences of field num rather
+// than listing them.
+func splitCount(b []byte, num protowire.Number) (rest []byte, n int, ok bool) {
+	for len(b) > 0 {
+		f, typ, tagLen := protowire.ConsumeTag(b)
+		if tagLen < 0 {
+			return nil, 0, false
+		}
+		valLen := protowire.ConsumeFieldValue(f, typ, b[tagLen:])
+		if valLen < 0 {
+			return nil, 0, false
+		}
+		if f == num && typ == protowire.BytesType {
+			n++
+		} else {
+			rest = append(rest, b[:tagLen+valLen]...)
+		}
+		b = b[tagLen+valLen:]
+	}
+	return rest, n, true
 }
 
 // countField counts the length-delimited occurrences of field num in a
