@@ -183,6 +183,7 @@ func randomAssignment(rng *rand.Rand) (cla *endpointv3.ClusterLoadAssignment, pl
 		}
 		switch {
 		case odd(2):
+			//lint:ignore SA1019 the shortcut must refuse the deprecated list too
 			lle.LbConfig = &endpointv3.LocalityLbEndpoints_LoadBalancerEndpoints{LoadBalancerEndpoints: &endpointv3.LocalityLbEndpoints_LbEndpointList{}}
 			plain = false
 		case odd(2):
