@@ -58,11 +58,7 @@ func TestEDSUpdatesKeepCanaries(t *testing.T) {
 				list = append(list, s.lbe)
 			}
 		}
-		hs, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: list}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetEDSHosts(hs)
+		applyLevels(t, c, &endpointv3.LocalityLbEndpoints{LbEndpoints: list})
 		for p := uint32(9000); p < 9120; p++ {
 			s, ok := eps[p]
 			if got := c.IsCanary(fmt.Sprintf("127.0.0.1:%d", p)); got != (ok && s.canary) {

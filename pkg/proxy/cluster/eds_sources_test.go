@@ -26,12 +26,7 @@ func TestEDSSameMessagesKeepHosts(t *testing.T) {
 	msgs := claOf(portsFrom(9000, 100)...).Endpoints[0].LbEndpoints
 	apply := func(levels ...*endpointv3.LocalityLbEndpoints) []*upstream.Host {
 		t.Helper()
-		p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: levels})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetEDSHosts(p)
-		hosts := c.Hosts()
+		hosts := applyLevels(t, c, levels...)
 		for i, h := range hosts {
 			if slices.Index(hosts, h) != i {
 				t.Fatalf("host %s installed twice", h.Address)
@@ -128,12 +123,7 @@ func TestEDSSameMessagesAcrossGroups(t *testing.T) {
 	}
 	apply := func(levels ...*endpointv3.LocalityLbEndpoints) []*upstream.Host {
 		t.Helper()
-		p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: levels})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetEDSHosts(p)
-		return c.Hosts()
+		return applyLevels(t, c, levels...)
 	}
 	first := apply(group("a", 1, msgs[:50]), group("b", 2, msgs[50:]))
 	same := apply(group("a", 1, msgs[:50]), group("b", 2, msgs[50:]))
@@ -152,6 +142,18 @@ func TestEDSSameMessagesAcrossGroups(t *testing.T) {
 			t.Fatalf("host %d (%s) rebuilt", i, h.Address)
 		}
 	}
+}
+
+// applyLevels installs the assignment of levels in c, an EDS cluster of
+// the name backend, and returns its hosts.
+func applyLevels(t *testing.T, c *Cluster, levels ...*endpointv3.LocalityLbEndpoints) []*upstream.Host {
+	t.Helper()
+	p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: levels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetEDSHosts(p)
+	return c.Hosts()
 }
 
 // portsFrom is n ports from first on.
