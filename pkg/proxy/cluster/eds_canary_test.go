@@ -17,10 +17,7 @@ import (
 // update that neither adds nor removes a canary shares the previous
 // set's canaries, and must still be right.
 func TestEDSUpdatesKeepCanaries(t *testing.T) {
-	m, _, _ := newTestManager(t, `
-- name: backend
-  type: EDS`)
-	c := m.Cluster("backend")
+	c := edsBackend(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	entry := func(port uint32, canary bool) *endpointv3.LbEndpoint {
 		lbe := claOf(port).Endpoints[0].LbEndpoints[0]

@@ -113,10 +113,7 @@ func TestEDSSameMessagesKeepHosts(t *testing.T) {
 // a message moved to the other group, at the same place of the level,
 // gets a new host with that group's locality and weight.
 func TestEDSSameMessagesAcrossGroups(t *testing.T) {
-	m, _, _ := newTestManager(t, `
-- name: backend
-  type: EDS`)
-	c := m.Cluster("backend")
+	c := edsBackend(t)
 	msgs := claOf(portsFrom(9000, 100)...).Endpoints[0].LbEndpoints
 	group := func(zone string, w uint32, eps []*endpointv3.LbEndpoint) *endpointv3.LocalityLbEndpoints {
 		return &endpointv3.LocalityLbEndpoints{Locality: &corev3.Locality{Zone: zone}, LoadBalancingWeight: wrapperspb.UInt32(w), LbEndpoints: eps}
@@ -142,6 +139,14 @@ func TestEDSSameMessagesAcrossGroups(t *testing.T) {
 			t.Fatalf("host %d (%s) rebuilt", i, h.Address)
 		}
 	}
+}
+
+// edsBackend is a test manager's EDS cluster named backend.
+func edsBackend(tb testing.TB) *Cluster {
+	m, _, _ := newTestManager(tb, `
+- name: backend
+  type: EDS`)
+	return m.Cluster("backend")
 }
 
 // applyLevels installs the assignment of levels in c, an EDS cluster of
