@@ -21,25 +21,24 @@ import (
 // reflective walk takes some microseconds per entry, and the state of the
 // world sends every entry for a one-endpoint change): an entry of the
 // plain shape that meets its constraints (isPlainEndpoint, a few field
-// reads) is known to pass without the walk.
+// reads) is known to pass without the walk, and so is the rest of an
+// assignment of the plain shape (isPlainAssignment), which a response of
+// many small assignments would otherwise pay a walk for each.
 func ValidateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry) error {
-	return validateLoadAssignment(cla, ext, plainEndpoints)
+	return validateLoadAssignment(cla, ext, plainEndpoints, plainAssignments)
 }
 
 // validateLoadAssignment is ValidateLoadAssignment, with the plain-shape
-// shortcut only when plain is true.
-func validateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry, plain bool) error {
+// shortcuts only when plain (the entries') and plainTop (the rest's) are
+// true.
+func validateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry, plain, plainTop bool) error {
 	if cla == nil {
 		return &FieldError{Reason: "no load assignment"}
 	}
-	// The assignment without its lb_endpoints entries: the same paths for
-	// everything else, localities keeping their places.
-	top := shallowWithout(cla.ProtoReflect(), "endpoints")
-	list := top.Mutable(top.Descriptor().Fields().ByName("endpoints")).List()
-	for _, l := range cla.GetEndpoints() {
-		list.Append(protoreflect.ValueOfMessage(shallowWithout(l.ProtoReflect(), "lb_endpoints")))
+	var errs []error
+	if !isPlainAssignment(cla, plainTop) {
+		errs = topLoadAssignmentErrors(cla, ext)
 	}
-	errs := constraintAndSupportErrors(top.Interface().(*endpointv3.ClusterLoadAssignment), ext)
 	for i, l := range cla.GetEndpoints() {
 		for j, lbe := range l.GetLbEndpoints() {
 			if isPlainEndpoint(lbe, plain) {
@@ -53,6 +52,18 @@ func validateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extensio
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// topLoadAssignmentErrors checks the assignment without its lb_endpoints
+// entries: the same paths for everything else, localities keeping their
+// places.
+func topLoadAssignmentErrors(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry) []error {
+	top := shallowWithout(cla.ProtoReflect(), "endpoints")
+	list := top.Mutable(top.Descriptor().Fields().ByName("endpoints")).List()
+	for _, l := range cla.GetEndpoints() {
+		list.Append(protoreflect.ValueOfMessage(shallowWithout(l.ProtoReflect(), "lb_endpoints")))
+	}
+	return constraintAndSupportErrors(top.Interface().(*endpointv3.ClusterLoadAssignment), ext)
 }
 
 // shallowWithout is a new message of m's type sharing m's field values

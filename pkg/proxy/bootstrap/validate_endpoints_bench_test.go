@@ -25,7 +25,27 @@ func BenchmarkValidateLoadAssignment(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
-				if err := validateLoadAssignment(cla, nil, bc.plain && plainEndpoints); err != nil {
+				if err := validateLoadAssignment(cla, nil, bc.plain && plainEndpoints, bc.plain && plainAssignments); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkValidateSmallLoadAssignment is the check of one of the many
+// one-endpoint assignments of a large EDS response, with and without the
+// plain-assignment shortcut (isPlainAssignment).
+func BenchmarkValidateSmallLoadAssignment(b *testing.B) {
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: "svc", Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{lbEndpoint(8080)}}}}
+	for _, bc := range []struct {
+		name string
+		top  bool
+	}{{"shortcut", true}, {"walk", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if err := validateLoadAssignment(cla, nil, plainEndpoints, bc.top && plainAssignments); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -27,18 +27,39 @@ var plainEndpointFields = []protoreflect.FullName{
 	"envoy.config.core.v3.Metadata.filter_metadata",
 }
 
+// plainAssignmentFields are the fields an assignment of the plain shape
+// may have around its lb_endpoints entries: its cluster_name, and
+// localities with their locality, load_balancing_weight and priority.
+// isPlainAssignment accepts only these, and only while the support table
+// accepts each of them everywhere without conditions.
+var plainAssignmentFields = []protoreflect.FullName{
+	"envoy.config.endpoint.v3.ClusterLoadAssignment.cluster_name",
+	"envoy.config.endpoint.v3.ClusterLoadAssignment.endpoints",
+	"envoy.config.endpoint.v3.LocalityLbEndpoints.locality",
+	"envoy.config.endpoint.v3.LocalityLbEndpoints.lb_endpoints",
+	"envoy.config.endpoint.v3.LocalityLbEndpoints.load_balancing_weight",
+	"envoy.config.endpoint.v3.LocalityLbEndpoints.priority",
+	"envoy.config.core.v3.Locality.region",
+	"envoy.config.core.v3.Locality.zone",
+	"envoy.config.core.v3.Locality.sub_zone",
+}
+
 // plainEndpoints is plainEndpointsSupported's answer, found once: the
 // tables never change after initialization.
-var plainEndpoints = plainEndpointsSupported()
+var plainEndpoints = plainEndpointsSupported(plainEndpointFields)
+
+// plainAssignments is plainEndpointsSupported's answer for the fields
+// around the entries (plainAssignmentFields), found once.
+var plainAssignments = plainEndpoints && plainEndpointsSupported(plainAssignmentFields)
 
 // plainEndpointsSupported reports whether the support table accepts every
-// field of plainEndpointFields with no condition (no path restriction, no
+// field of fields (plainEndpointFields, plainAssignmentFields) with no condition (no path restriction, no
 // value list): then an entry of the plain shape that meets the API's
 // constraints passes the reflective check, and isPlainEndpoint may say so
 // without it. A table edit that restricts one of them turns the shortcut
 // off rather than making it disagree with the table.
-func plainEndpointsSupported() bool {
-	for _, name := range plainEndpointFields {
+func plainEndpointsSupported(fields []protoreflect.FullName) bool {
+	for _, name := range fields {
 		rule, ok := lookupSupport(name)
 		if !ok || rule.only != nil || len(rule.values) > 0 || rule.category != "" || len(rule.types) > 0 || rule.perFilter || rule.firstOfCategory != "" {
 			return false
@@ -96,4 +117,30 @@ func isPlainEndpoint(lbe *endpointv3.LbEndpoint, plain bool) bool {
 	return ok && port != nil && port.PortValue <= 65535 &&
 		sa.GetAddress() != "" && sa.GetProtocol() == corev3.SocketAddress_TCP &&
 		sa.GetResolverName() == "" && sa.GetNetworkNamespaceFilepath() == ""
+}
+
+// isPlainAssignment reports whether cla, its lb_endpoints entries aside,
+// is of the plain shape (only the fields of plainAssignmentFields) and
+// meets the constraints the generated validation puts on them (a
+// cluster_name, a locality weight of at least 1, a priority up to 128):
+// then the check of the assignment without its entries, a reflective
+// copy and walk of some microseconds that a discovery response of
+// thousands of small assignments pays for each, finds nothing, and
+// validateLoadAssignment skips it. False says nothing: the full check
+// runs. plain is plainAssignments (the tests pass false to compare).
+// TestPlainEndpointKnowsEveryField fails when one of these messages gets
+// a field this function does not read.
+func isPlainAssignment(cla *endpointv3.ClusterLoadAssignment, plain bool) bool {
+	if !plain || cla.GetClusterName() == "" || cla.GetPolicy() != nil || len(cla.GetNamedEndpoints()) > 0 {
+		return false
+	}
+	for _, l := range cla.GetEndpoints() {
+		if l == nil || l.GetMetadata() != nil || l.GetProximity() != nil || l.GetLbConfig() != nil || l.GetPriority() > 128 {
+			return false
+		}
+		if w := l.GetLoadBalancingWeight(); w != nil && w.GetValue() < 1 {
+			return false
+		}
+	}
+	return true
 }

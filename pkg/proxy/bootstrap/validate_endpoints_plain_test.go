@@ -25,6 +25,11 @@ func TestPlainEndpointKnowsEveryField(t *testing.T) {
 		(&corev3.SocketAddress{}).ProtoReflect():   {"protocol", "address", "port_value", "named_port", "resolver_name", "ipv4_compat", "network_namespace_filepath"},
 		(&corev3.Metadata{}).ProtoReflect():        {"filter_metadata", "typed_filter_metadata"},
 		(&wrapperspb.UInt32Value{}).ProtoReflect(): {"value"},
+		// isPlainAssignment's.
+		(&endpointv3.ClusterLoadAssignment{}).ProtoReflect(): {"cluster_name", "endpoints", "named_endpoints", "policy"},
+		(&endpointv3.LocalityLbEndpoints{}).ProtoReflect(): {"locality", "metadata", "lb_endpoints", "load_balancer_endpoints",
+			"leds_cluster_locality_config", "load_balancing_weight", "priority", "proximity"},
+		(&corev3.Locality{}).ProtoReflect(): {"region", "zone", "sub_zone"},
 	}
 	for m, names := range read {
 		fields := m.Descriptor().Fields()
@@ -36,6 +41,9 @@ func TestPlainEndpointKnowsEveryField(t *testing.T) {
 	}
 	if !plainEndpoints {
 		t.Error("the support table restricts a field of the plain shape: the shortcut is off (update plainEndpointFields or isPlainEndpoint)")
+	}
+	if !plainAssignments {
+		t.Error("the support table restricts a field of the plain assignment: the shortcut is off (update plainAssignmentFields or isPlainAssignment)")
 	}
 }
 
@@ -77,12 +85,113 @@ func TestPlainEndpointAgreesWithTheWalk(t *testing.T) {
 			{LbEndpoints: all[start : start+20]},
 			{Priority: 1, LbEndpoints: all[start+20 : start+40]},
 		}}
-		fast := validateLoadAssignment(cla, nil, true)
-		walk := validateLoadAssignment(cla, nil, false)
+		fast := validateLoadAssignment(cla, nil, true, true)
+		walk := validateLoadAssignment(cla, nil, false, false)
 		if errText(fast) != errText(walk) {
 			t.Fatalf("entries %d to %d: with the shortcut %q, without %q", start, start+39, errText(fast), errText(walk))
 		}
 	}
+}
+
+// TestPlainAssignmentAgreesWithTheWalk generates assignments (their
+// entries plain and good) with each field around the entries present or
+// not, with good, bad and unsupported values, and checks the shortcut
+// against the reflective check of the assignment: one it passes has no
+// error there, one of the plain shape with no error there is passed, and
+// the errors of validateLoadAssignment are the same with and without it.
+func TestPlainAssignmentAgreesWithTheWalk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 1))
+	shortcuts := 0
+	const n = 2000
+	for i := range n {
+		cla, plainOnly := randomAssignment(rng)
+		walk := topLoadAssignmentErrors(cla, nil)
+		fast := isPlainAssignment(cla, true)
+		switch {
+		case fast && len(walk) > 0:
+			t.Fatalf("assignment %d passed by the shortcut, refused by the check (%v): %v", i, walk, cla)
+		case plainOnly && len(walk) == 0 && !fast:
+			t.Fatalf("assignment %d of the plain shape passes the check but not the shortcut: %v", i, cla)
+		case !plainOnly && fast:
+			t.Fatalf("assignment %d has a field outside the plain shape and was passed by the shortcut: %v", i, cla)
+		}
+		if fast {
+			shortcuts++
+		}
+		if a, b := errText(validateLoadAssignment(cla, nil, true, true)), errText(validateLoadAssignment(cla, nil, true, false)); a != b {
+			t.Fatalf("assignment %d: with the shortcut %q, without %q", i, a, b)
+		}
+	}
+	if shortcuts < n/10 || shortcuts > n*9/10 {
+		t.Fatalf("%d of %d assignments took the shortcut: the generator is off", shortcuts, n)
+	}
+}
+
+// randomAssignment makes a load assignment of plain, good entries with
+// each field around them present or not, with a good, bad or unsupported
+// value; plain says whether it has only fields of the plain shape (good
+// or bad values).
+func randomAssignment(rng *rand.Rand) (cla *endpointv3.ClusterLoadAssignment, plain bool) {
+	plain = true
+	odd := func(percent int) bool { return rng.IntN(100) < percent }
+	cla = &endpointv3.ClusterLoadAssignment{}
+	if !odd(5) {
+		cla.ClusterName = "svc"
+	}
+	if odd(4) {
+		cla.Policy = &endpointv3.ClusterLoadAssignment_Policy{}
+		plain = false
+	}
+	if odd(3) {
+		cla.NamedEndpoints = map[string]*endpointv3.Endpoint{"n": {}}
+		plain = false
+	}
+	for l := range rng.IntN(4) {
+		lle := &endpointv3.LocalityLbEndpoints{LbEndpoints: []*endpointv3.LbEndpoint{lbEndpoint(uint32(8000 + l))}}
+		cla.Endpoints = append(cla.Endpoints, lle)
+		if odd(30) {
+			lle.Locality = &corev3.Locality{}
+			if odd(50) {
+				lle.Locality.Region = "r"
+			}
+			if odd(50) {
+				lle.Locality.Zone = "z"
+			}
+			if odd(50) {
+				lle.Locality.SubZone = "s"
+			}
+		}
+		switch {
+		case odd(4):
+			lle.LoadBalancingWeight = wrapperspb.UInt32(0)
+		case odd(20):
+			lle.LoadBalancingWeight = wrapperspb.UInt32(1 + rng.Uint32N(200))
+		}
+		switch {
+		case odd(4):
+			lle.Priority = 129 + rng.Uint32N(10)
+		case odd(20):
+			lle.Priority = rng.Uint32N(129)
+		}
+		if odd(2) {
+			lle.Metadata = &corev3.Metadata{}
+			plain = false
+		}
+		if odd(2) {
+			lle.Proximity = wrapperspb.UInt32(1)
+			plain = false
+		}
+		switch {
+		case odd(2):
+			//lint:ignore SA1019 the shortcut must refuse the deprecated list too
+			lle.LbConfig = &endpointv3.LocalityLbEndpoints_LoadBalancerEndpoints{LoadBalancerEndpoints: &endpointv3.LocalityLbEndpoints_LbEndpointList{}}
+			plain = false
+		case odd(2):
+			lle.LbConfig = &endpointv3.LocalityLbEndpoints_LedsClusterLocalityConfig{LedsClusterLocalityConfig: &endpointv3.LedsClusterLocalityConfig{}}
+			plain = false
+		}
+	}
+	return cla, plain
 }
 
 // errText is err's text, "" for nil.

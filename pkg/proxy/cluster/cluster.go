@@ -306,15 +306,30 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 	priorities = c.keepHealthyRemoved(priorities)
 	old := c.set.Load()
 	hs := &hostSet{priorities: priorities, policy: c.assigned}
-	for _, level := range priorities {
-		hs.hosts = append(hs.hosts, level...)
+	if len(priorities) == 1 {
+		// One level is the whole set: shared, not copied (levels are
+		// never written once built; the full slice expression makes an
+		// append copy).
+		hs.hosts = priorities[0][:len(priorities[0]):len(priorities[0])]
+	} else {
+		for _, level := range priorities {
+			hs.hosts = append(hs.hosts, level...)
+		}
 	}
-	for _, h := range hs.hosts {
-		if h.Canary {
-			if hs.canaries == nil {
-				hs.canaries = map[string]bool{}
+	if ch.appliesTo(old) && !slices.ContainsFunc(ch.gone, isCanary) && !slices.ContainsFunc(ch.added, isCanary) {
+		// An EDS change that neither added nor removed a canary keeps
+		// the same ones (every other host was old's, and old's other
+		// hosts are here): the map is shared, where a pass would read
+		// every host.
+		hs.canaries = old.canaries
+	} else {
+		for _, h := range hs.hosts {
+			if h.Canary {
+				if hs.canaries == nil {
+					hs.canaries = map[string]bool{}
+				}
+				hs.canaries[h.Address] = true
 			}
-			hs.canaries[h.Address] = true
 		}
 	}
 	// The HTTP/2 transport finds hosts by address, HTTP/1.1 requests use
@@ -485,6 +500,9 @@ func (c *Cluster) lbConfig(hs, old *hostSet, ch *setChange) lb.Config {
 	cfg.HashBased = p.HashBased()
 	return cfg
 }
+
+// isCanary reports whether h is a canary host.
+func isCanary(h *upstream.Host) bool { return h.Canary }
 
 // clock reads the cluster's clock.
 func (c *Cluster) clock() time.Time {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
@@ -65,6 +66,45 @@ const minSourcedEndpoints = 64
 type edsSources struct {
 	hosts   [][]*upstream.Host
 	entries [][]*endpointv3.LbEndpoint
+	// groups are, beside entries, the index in descs of each entry's
+	// locality_lb_endpoints group: its hosts' priority, locality,
+	// locality weight and locality metadata, which takeSource compares
+	// without reading the host.
+	groups [][]uint32
+	descs  []sourceGroup
+}
+
+// sourceGroup is what a locality_lb_endpoints group gives its hosts.
+type sourceGroup struct {
+	priority uint32
+	locality upstream.Locality
+	weight   uint32
+	metadata *corev3.Metadata
+}
+
+// newEDSSources records the entries and groups hosts were built from:
+// eps are buildEndpoints' of cla, hosts their levels.
+func newEDSSources(cla *endpointv3.ClusterLoadAssignment, eps []endpoint, hosts [][]*upstream.Host) *edsSources {
+	src := &edsSources{
+		hosts:   hosts,
+		entries: make([][]*endpointv3.LbEndpoint, len(hosts)),
+		groups:  make([][]uint32, len(hosts)),
+	}
+	for p, level := range hosts {
+		src.entries[p] = make([]*endpointv3.LbEndpoint, 0, len(level))
+		src.groups[p] = make([]uint32, 0, len(level))
+	}
+	for i := range eps {
+		p := eps[i].priority
+		src.entries[p] = append(src.entries[p], eps[i].lbe)
+		src.groups[p] = append(src.groups[p], eps[i].group)
+	}
+	weights := localityWeights(cla)
+	for _, lle := range cla.GetEndpoints() {
+		loc := localityOf(lle)
+		src.descs = append(src.descs, sourceGroup{lle.GetPriority(), loc, weights[localityKey{lle.GetPriority(), loc}], lle.GetMetadata()})
+	}
+	return src
 }
 
 func newEDSState(st *EDSStats) *edsState {
@@ -132,14 +172,7 @@ func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) (EDSHostSet, e
 	}
 	hs := EDSHostSet{Priorities: levelsOf(eps), drop: drop, policy: policy, change: reuse.change()}
 	if len(eps) >= minSourcedEndpoints {
-		hs.sources = &edsSources{hosts: hs.Priorities, entries: make([][]*endpointv3.LbEndpoint, len(hs.Priorities))}
-		for p, level := range hs.Priorities {
-			hs.sources.entries[p] = make([]*endpointv3.LbEndpoint, 0, len(level))
-		}
-		for i := range eps {
-			p := eps[i].priority
-			hs.sources.entries[p] = append(hs.sources.entries[p], eps[i].lbe)
-		}
+		hs.sources = newEDSSources(cla, eps, hs.Priorities)
 	}
 	return hs, nil
 }

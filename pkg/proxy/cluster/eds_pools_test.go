@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -92,19 +95,114 @@ func TestHTTP1PoolsChangedKeepsStayingHosts(t *testing.T) {
 	if len(retired) != 1 || retired[0] != ps.get(hosts[0]) {
 		t.Fatalf("retired %v, want host 0's pool alone", retired)
 	}
-	if got.get(hosts[0]) != nil || got.get(added) == nil || got.get(hosts[5]) != ps.get(hosts[5]) || len(got.many) != 12 {
+	if got.get(hosts[0]) != nil || got.get(added) == nil || got.get(hosts[5]) != ps.get(hosts[5]) || poolCount(got) != 12 {
 		t.Fatalf("pools after the change: host 0 %v, added %v, host 5 kept %v, %d in all",
-			got.get(hosts[0]), got.get(added), got.get(hosts[5]) == ps.get(hosts[5]), len(got.many))
+			got.get(hosts[0]), got.get(added), got.get(hosts[5]) == ps.get(hosts[5]), poolCount(got))
 	}
 
 	// Both go.
 	next = append(append(append([]*upstream.Host{}, hosts[1:5]...), hosts[6:]...), added)
 	got, retired = ps.changed(next, ch, false)
-	if len(retired) != 2 || got.get(hosts[5]) != nil || got.get(hosts[0]) != nil || len(got.many) != 11 {
-		t.Fatalf("both gone: %d retired, %d pools", len(retired), len(got.many))
+	if len(retired) != 2 || got.get(hosts[5]) != nil || got.get(hosts[0]) != nil || poolCount(got) != 11 {
+		t.Fatalf("both gone: %d retired, %d pools", len(retired), poolCount(got))
 	}
-	if len(ps.many) != 12 || ps.get(hosts[0]) == nil || ps.get(added) != nil {
+	if poolCount(ps) != 12 || ps.get(hosts[0]) == nil || ps.get(added) != nil {
 		t.Fatal("the previous set's pools changed")
+	}
+}
+
+// poolCount is the number of pools all yields.
+func poolCount(ps http1Pools) int {
+	n := 0
+	for range ps.all() {
+		n++
+	}
+	return n
+}
+
+// TestHTTP1PoolsChangesMatchAModel applies 400 random changes one after
+// another (hosts added, hosts gone, some of the gone staying), each to the
+// set the previous one made, and compares every set with a plain map kept
+// beside it: its pools by get and by all, the pools retired, and the
+// earlier sets left as they were (a set's map is shared by the sets
+// changed from it).
+func TestHTTP1PoolsChangesMatchAModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ps := newHTTP1Pools(200)
+	model := map[*upstream.Host]*http1Pool{}
+	var hosts []*upstream.Host
+	for range 200 {
+		h := &upstream.Host{}
+		p := &http1Pool{}
+		ps.put(h, p)
+		model[h] = p
+		hosts = append(hosts, h)
+	}
+	type past struct {
+		set   http1Pools
+		model map[*upstream.Host]*http1Pool
+	}
+	var history []past
+	folded := 0
+	for step := range 400 {
+		ch := &setChange{}
+		for range rng.IntN(6) {
+			ch.added = append(ch.added, &upstream.Host{})
+		}
+		var next []*upstream.Host
+		stays := map[*upstream.Host]bool{}
+		for _, h := range hosts {
+			if rng.IntN(100) < 2 {
+				ch.gone = append(ch.gone, h)
+				if rng.IntN(4) == 0 {
+					stays[h] = true
+					next = append(next, h)
+				}
+				continue
+			}
+			next = append(next, h)
+		}
+		next = append(next, ch.added...)
+		got, retired := ps.changed(next, ch, len(stays) > 0)
+		if got.delta == nil {
+			folded++
+		}
+		want := maps.Clone(model)
+		var wantRetired []*http1Pool
+		for _, h := range ch.gone {
+			if !stays[h] {
+				wantRetired = append(wantRetired, want[h])
+				delete(want, h)
+			}
+		}
+		for _, h := range ch.added {
+			if got.get(h) == nil {
+				t.Fatalf("step %d: an added host has no pool", step)
+			}
+			want[h] = got.get(h)
+		}
+		if !slices.Equal(retired, wantRetired) {
+			t.Fatalf("step %d: retired %d pools, want %d", step, len(retired), len(wantRetired))
+		}
+		all := maps.Collect(got.all())
+		if !maps.Equal(all, want) {
+			t.Fatalf("step %d: all yields %d pools, want %d", step, len(all), len(want))
+		}
+		for _, h := range append(slices.Clone(hosts), ch.added...) {
+			if got.get(h) != want[h] {
+				t.Fatalf("step %d: get gives another pool than the model", step)
+			}
+		}
+		history = append(history, past{ps, model})
+		ps, model, hosts = got, want, next
+	}
+	for i, p := range history {
+		if !maps.Equal(maps.Collect(p.set.all()), p.model) {
+			t.Fatalf("the set before step %d changed", i)
+		}
+	}
+	if folded == 0 || folded == 400 {
+		t.Fatalf("%d of 400 changes folded the delta: the test exercises one path only", folded)
 	}
 }
 

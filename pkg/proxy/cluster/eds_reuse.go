@@ -36,8 +36,10 @@ type hostReuse struct {
 	cursor []int              // per level, the next host in order
 	used   [][]bool           // per level, the hosts taken
 	// sources are the entries the current hosts were built from, per
-	// level; nil when unknown.
+	// level, and the index in descs of their groups; nil when unknown.
 	sources [][]*endpointv3.LbEndpoint
+	groups  [][]uint32
+	descs   []sourceGroup
 	// fresh are the hosts built anew for the update (not taken).
 	fresh []*upstream.Host
 }
@@ -90,12 +92,13 @@ func (r *hostReuse) withSources(src *edsSources) {
 		return
 	}
 	r.sources = make([][]*endpointv3.LbEndpoint, len(r.levels))
+	r.groups, r.descs = make([][]uint32, len(r.levels)), src.descs
 	for p, level := range r.levels {
 		// The installed level may have more hosts (removed ones kept
 		// for their health) after src's; the places must agree.
 		if p < len(src.hosts) && len(src.hosts[p]) <= len(level) && len(src.entries[p]) == len(src.hosts[p]) &&
 			(len(level) == 0 || len(src.hosts[p]) == 0 || &level[0] == &src.hosts[p][0] || samePlaces(level, src.hosts[p])) {
-			r.sources[p] = src.entries[p]
+			r.sources[p], r.groups[p] = src.entries[p], src.groups[p]
 		}
 	}
 }
@@ -110,27 +113,44 @@ func samePlaces(level, hosts []*upstream.Host) bool {
 	return true
 }
 
+// groupMatch tells, for each group the current hosts were built from
+// (descs), whether it gave its hosts what g gives them; nil without
+// sources. An assignment's entries are looked up by group (takeSource),
+// so this is done once per group rather than once per entry.
+func (r *hostReuse) groupMatch(g sourceGroup) []bool {
+	if r == nil || r.sources == nil {
+		return nil
+	}
+	match := make([]bool, len(r.descs))
+	for i := range r.descs {
+		match[i] = r.descs[i] == g
+	}
+	return match
+}
+
 // takeSource returns the current host that lbe built if lbe is at its
 // place in the level's order (or one further, after a removal) and the
-// host is still at priority p in locality loc of locality weight weight
-// and locality metadata lmd (the same message), and marks it taken; nil otherwise. The message passed every check when
-// it built the host, and messages do not change.
-func (r *hostReuse) takeSource(lbe *endpointv3.LbEndpoint, p uint32, loc upstream.Locality, weight uint32, lmd *corev3.Metadata) *upstream.Host {
+// group it was built in gave it what lbe's group gives (match, from
+// groupMatch: the same priority p, locality, locality weight and
+// locality metadata message), and marks it taken; nil otherwise. The
+// message passed every check when it built the host, and messages do
+// not change. The host itself is not read: a pass over 10,000 hosts'
+// memory was most of a one-endpoint change's cost here.
+func (r *hostReuse) takeSource(lbe *endpointv3.LbEndpoint, p uint32, match []bool) *upstream.Host {
 	if r == nil || r.sources == nil || int(p) >= len(r.sources) {
 		return nil
 	}
-	src, level, used := r.sources[p], r.levels[p], r.used[p]
+	src, groups, level, used := r.sources[p], r.groups[p], r.levels[p], r.used[p]
 	for c := r.cursor[p]; c < len(src) && c <= r.cursor[p]+1; c++ {
 		if src[c] != lbe || used[c] {
 			continue
 		}
-		h := level[c]
-		if h.Priority != p || h.LocalityWeight != weight || h.Locality != loc || h.LocalityMetadata != lmd {
+		if g := groups[c]; int(g) >= len(match) || !match[g] {
 			return nil
 		}
 		used[c] = true
 		r.cursor[p] = c + 1
-		return h
+		return level[c]
 	}
 	return nil
 }

@@ -26,12 +26,7 @@ func TestEDSSameMessagesKeepHosts(t *testing.T) {
 	msgs := claOf(portsFrom(9000, 100)...).Endpoints[0].LbEndpoints
 	apply := func(levels ...*endpointv3.LocalityLbEndpoints) []*upstream.Host {
 		t.Helper()
-		p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: levels})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetEDSHosts(p)
-		hosts := c.Hosts()
+		hosts := applyLevels(t, c, levels...)
 		for i, h := range hosts {
 			if slices.Index(hosts, h) != i {
 				t.Fatalf("host %s installed twice", h.Address)
@@ -46,10 +41,10 @@ func TestEDSSameMessagesKeepHosts(t *testing.T) {
 	// The entries are found by place, without a comparison.
 	r := newHostReuse(c.set.Load())
 	r.withSources(c.eds.sources.Load())
-	if h := r.takeSource(msgs[0], 0, upstream.Locality{}, 0, nil); h != first[0] {
+	if h := r.takeSource(msgs[0], 0, r.groupMatch(sourceGroup{})); h != first[0] {
 		t.Fatalf("takeSource gave %v, want the first host", h)
 	}
-	if h := r.takeSource(msgs[1], 0, upstream.Locality{Zone: "a"}, 0, nil); h != nil {
+	if h := r.takeSource(msgs[1], 0, r.groupMatch(sourceGroup{locality: upstream.Locality{Zone: "a"}})); h != nil {
 		t.Fatalf("takeSource gave %v for another locality", h)
 	}
 
@@ -111,6 +106,59 @@ func TestEDSSameMessagesKeepHosts(t *testing.T) {
 	if c.eds.sources.Load() != nil {
 		t.Error("a small assignment's entries are kept")
 	}
+}
+
+// TestEDSSameMessagesAcrossGroups: with two localities of one priority,
+// the same messages keep their hosts while each stays in its group, and
+// a message moved to the other group, at the same place of the level,
+// gets a new host with that group's locality and weight.
+func TestEDSSameMessagesAcrossGroups(t *testing.T) {
+	c := edsBackend(t)
+	msgs := claOf(portsFrom(9000, 100)...).Endpoints[0].LbEndpoints
+	group := func(zone string, w uint32, eps []*endpointv3.LbEndpoint) *endpointv3.LocalityLbEndpoints {
+		return &endpointv3.LocalityLbEndpoints{Locality: &corev3.Locality{Zone: zone}, LoadBalancingWeight: wrapperspb.UInt32(w), LbEndpoints: eps}
+	}
+	apply := func(levels ...*endpointv3.LocalityLbEndpoints) []*upstream.Host {
+		t.Helper()
+		return applyLevels(t, c, levels...)
+	}
+	first := apply(group("a", 1, msgs[:50]), group("b", 2, msgs[50:]))
+	same := apply(group("a", 1, msgs[:50]), group("b", 2, msgs[50:]))
+	if !slices.Equal(first, same) {
+		t.Fatal("the same groups of the same messages did not keep their hosts")
+	}
+	// Entry 50 moves to the end of group a: the same place in the level.
+	moved := apply(group("a", 1, msgs[:51]), group("b", 2, msgs[51:]))
+	for i, h := range moved {
+		switch {
+		case i == 50:
+			if h == first[50] || h.Locality.Zone != "a" || h.LocalityWeight != 1 {
+				t.Fatalf("the moved entry's host: kept %v, zone %q, weight %d", h == first[50], h.Locality.Zone, h.LocalityWeight)
+			}
+		case h != first[i]:
+			t.Fatalf("host %d (%s) rebuilt", i, h.Address)
+		}
+	}
+}
+
+// edsBackend is a test manager's EDS cluster named backend.
+func edsBackend(tb testing.TB) *Cluster {
+	m, _, _ := newTestManager(tb, `
+- name: backend
+  type: EDS`)
+	return m.Cluster("backend")
+}
+
+// applyLevels installs the assignment of levels in c, an EDS cluster of
+// the name backend, and returns its hosts.
+func applyLevels(t *testing.T, c *Cluster, levels ...*endpointv3.LocalityLbEndpoints) []*upstream.Host {
+	t.Helper()
+	p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: levels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetEDSHosts(p)
+	return c.Hosts()
 }
 
 // portsFrom is n ports from first on.

@@ -38,6 +38,8 @@ type endpoint struct {
 	host     *upstream.Host
 	lbe      *endpointv3.LbEndpoint
 	priority uint32
+	// group is the index of the entry's locality_lb_endpoints group.
+	group uint32
 	*checkedEntry
 }
 
@@ -144,10 +146,11 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 		}
 		loc := localityOf(lle)
 		weight := weights[localityKey{p, loc}]
+		match := reuse.groupMatch(sourceGroup{p, loc, weight, lle.GetMetadata()})
 		for j, lbe := range lle.GetLbEndpoints() {
-			if h := reuse.takeSource(lbe, p, loc, weight, lle.GetMetadata()); h != nil {
+			if h := reuse.takeSource(lbe, p, match); h != nil {
 				// The message that built h, checked then.
-				eps = append(eps, endpoint{host: h, lbe: lbe, priority: p})
+				eps = append(eps, endpoint{host: h, lbe: lbe, priority: p, group: uint32(i)})
 				continue
 			}
 			ep, herrs := buildEndpoint(lbe, names)
@@ -157,7 +160,7 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 				}
 				continue
 			}
-			ep.priority, ep.locality, ep.localityWeight = p, &loc, weight
+			ep.priority, ep.group, ep.locality, ep.localityWeight = p, uint32(i), &loc, weight
 			ep.localityMetadata = lle.GetMetadata()
 			ep.host = reuse.take(&ep, cluster)
 			eps = append(eps, ep)

@@ -159,6 +159,9 @@ func (a *ADS) deltaRespond(s *deltaStream, resp *discoveryv3.DeltaDiscoveryRespo
 	if sub == nil {
 		return nil
 	}
+	if len(resp.GetResources()) >= heldGCResources {
+		defer holdGC()()
+	}
 	err := a.process(sub, resp.GetSystemVersionInfo(), func() (bool, error) {
 		// Envoy's delta subscriptions count no update_empty.
 		return false, a.applyDelta(sub, resp)

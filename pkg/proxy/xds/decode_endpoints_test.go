@@ -2,6 +2,7 @@ package xds
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -93,5 +94,66 @@ func TestEndpointReuseDecodesAsWhole(t *testing.T) {
 	odd.Endpoints[1].LbEndpoints[3].ProtoReflect().SetUnknown([]byte{0xc0, 0x3e, 0x01})
 	if _, ok := decode(odd); ok {
 		t.Error("an assignment with an unknown field was decoded by parts")
+	}
+}
+
+// TestEndpointReuseRandomEdits decodes 300 responses of one assignment
+// with random edits between them (entries inserted, removed, changed,
+// listed twice, moved to the other locality), each compared with the
+// whole decode; the entries are first compared with the last response's
+// at their place, so an entry taken from a wrong place would decode to
+// another endpoint than its bytes.
+func TestEndpointReuseRandomEdits(t *testing.T) {
+	var r endpointReuse
+	dec := bootstrap.Decoder{}
+	rng := rand.New(rand.NewPCG(5, 6))
+	ports := make([]uint32, 200)
+	for i := range ports {
+		ports[i] = 80
+	}
+	placedHits := 0
+	for step := range 300 {
+		for range rng.IntN(4) {
+			i := rng.IntN(len(ports))
+			switch rng.IntN(4) {
+			case 0:
+				ports = append(ports[:i], ports[i+1:]...)
+			case 1:
+				ports = append(ports[:i+1], ports[i:]...)
+			default:
+				ports[i] = 80 + rng.Uint32N(3)
+			}
+		}
+		cla := testAssignment(len(ports), func(i int) uint32 { return ports[i] })
+		if rng.IntN(10) == 0 && len(cla.Endpoints[0].LbEndpoints) > 1 {
+			// The first locality's last entry moves to the second's start.
+			g0 := cla.Endpoints[0].LbEndpoints
+			cla.Endpoints[1].LbEndpoints = append([]*endpointv3.LbEndpoint{g0[len(g0)-1]}, cla.Endpoints[1].LbEndpoints...)
+			cla.Endpoints[0].LbEndpoints = g0[:len(g0)-1]
+		}
+		b, err := proto.Marshal(cla)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.begin()
+		hadLast := r.last["big"] != nil
+		got, ok := r.decode(dec, 2, b)
+		r.end()
+		if !ok {
+			t.Fatalf("step %d: not decoded by parts", step)
+		}
+		if hadLast {
+			placedHits++
+		}
+		want := new(endpointv3.ClusterLoadAssignment)
+		if err := proto.Unmarshal(b, want); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(want, got) {
+			t.Fatalf("step %d: decoded by parts, not as the whole decode:\n%s", step, cmp.Diff(want, got, protocmp.Transform()))
+		}
+	}
+	if placedHits < 290 {
+		t.Fatalf("only %d of 300 responses had the last one's places", placedHits)
 	}
 }

@@ -64,12 +64,14 @@ func (b bench) eds() error {
 			return err
 		}
 		err = s.cpuProfiled(b.profile, fmt.Sprint("eds-one-", rep+1), func() error {
-			for _, count := range []int{b.n + 1, b.n} {
-				v, snt, err := apply(count, &oneCPU)
-				if err != nil {
-					return err
+			for range b.edsPairs {
+				for _, count := range []int{b.n + 1, b.n} {
+					v, snt, err := apply(count, &oneCPU)
+					if err != nil {
+						return err
+					}
+					one, oneSent = append(one, v), append(oneSent, snt)
 				}
-				one, oneSent = append(one, v), append(oneSent, snt)
 			}
 			return nil
 		})
