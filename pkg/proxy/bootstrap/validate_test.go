@@ -231,20 +231,6 @@ func TestValidateSupport(t *testing.T) {
 			overlay: strings.Replace(okHCM(""), "filter_chains: [{", "filter_chains: [{filter_chain_match: {destination_port: 80, server_names: [a.example], suffix_len: 1}, ", 1),
 			want:    []string{"static_resources.listeners[1].filter_chains[0].filter_chain_match.suffix_len: not supported by Outrigger"},
 		},
-		"tls system_root_certs": {
-			overlay: strings.Replace(okHCM(""), "filter_chains: [{", `filter_chains: [{transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext, common_tls_context: {tls_certificates: [{certificate_chain: {filename: c}, private_key: {filename: k}, password: {inline_string: p}}], validation_context: {trusted_ca: {filename: ca}, system_root_certs: {}}}}}, `, 1),
-			want: []string{
-				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context.system_root_certs: not implemented by Envoy either " +
-					"(the field is marked not-implemented in its API, and Envoy accepts it without effect): give the CA bundle in trusted_ca (filename: /etc/ssl/certs/ca-certificates.crt on Debian)",
-			},
-		},
-		"tls prefer_client_ciphers": {
-			overlay: strings.Replace(okHCM(""), "filter_chains: [{", `filter_chains: [{transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext, prefer_client_ciphers: true, full_scan_certs_on_sni_mismatch: true, common_tls_context: {tls_certificates: [{certificate_chain: {filename: c}, private_key: {filename: k}}]}}}, `, 1),
-			want: []string{
-				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.prefer_client_ciphers: not supported by Outrigger: Go's crypto/tls chooses the TLS 1.2 cipher suite by its own preference order " +
-					"among the configured ones (tls.Config.PreferServerCipherSuites is ignored since Go 1.17), so neither the client's order nor the configured one decides",
-			},
-		},
 		"tls secret kind not implemented": {
 			overlay: `static_resources: {secrets: [{name: k, tls_certificate: {signed_certificate_timestamp: [{inline_string: x}]}}]}`,
 			want:    []string{"static_resources.secrets[0].tls_certificate.signed_certificate_timestamp: not supported by Outrigger"},

@@ -56,6 +56,12 @@ type Server struct {
 	// certificate covers picks by key type as a hello without one does,
 	// rather than taking the first certificate.
 	fullScan bool
+	// preferClient is prefer_client_ciphers: a TLS 1.2 handshake gets
+	// the client's most preferred usable suite (see clientPreferredSuite).
+	preferClient bool
+	// requireSNI is require_sni: a hello without a server name, or with
+	// one no certificate covers, fails (see selectCertificate).
+	requireSNI bool
 	// certs are what /certs shows of the context.
 	certs contextCerts
 	// next is the context compiled from its secrets' latest values, nil
@@ -152,7 +158,8 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	certs.ca = v.firstCA
 	s := &Server{cfg: cfg, served: served, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
 		ocsp: staples, must: must, policy: dc.GetOcspStaplePolicy(), now: time.Now,
-		fullScan: dc.GetFullScanCertsOnSniMismatch().GetValue()}
+		fullScan: dc.GetFullScanCertsOnSniMismatch().GetValue(), preferClient: dc.GetPreferClientCiphers(),
+		requireSNI: dc.GetRequireSni().GetValue()}
 	if v.active() {
 		// A required certificate that is missing fails in Go's own
 		// handshake, which sends certificate_required (TLS 1.3) as
@@ -162,7 +169,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 			cfg.ClientAuth = tls.RequireAnyClientCert
 		}
 		switch {
-		case v.suppressCAList:
+		case v.suppressCAList, v.systemRoots:
 		case v.spiffe != nil:
 			cfg.ClientCAs = v.spiffe.names // every trust domain's CAs
 		default:
@@ -180,7 +187,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		s.logged, s.loggedNoALPN = cfg.Clone(), s.noALPN.Clone()
 		s.logged.KeyLogWriter, s.loggedNoALPN.KeyLogWriter = kl.w, kl.w
 	}
-	if len(s.alpn) > 0 || kl != nil {
+	if len(s.alpn) > 0 || kl != nil || s.preferClient {
 		cfg.GetConfigForClient = s.configFor
 	}
 	return s, nil
@@ -229,9 +236,36 @@ func applySessionResumption(cfg *tls.Config, dc *tlsv3.DownstreamTlsContext) err
 }
 
 // configFor drops ALPN for a client that offers none of alpn_protocols,
-// as Envoy's selection then declines ALPN rather than the handshake, and
-// logs the keys of the connections key_log wants.
+// as Envoy's selection then declines ALPN rather than the handshake,
+// logs the keys of the connections key_log wants, and with
+// prefer_client_ciphers allows only the suite the client prefers.
 func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	cfg := s.variantFor(hello)
+	if !s.preferClient {
+		return cfg, nil
+	}
+	base := cfg
+	if base == nil {
+		base = s.cfg
+	}
+	cert := &s.served[0]
+	if len(s.served) > 1 {
+		cert = &s.served[s.certificateIndex(hello)]
+	}
+	suite := clientPreferredSuite(hello, base, cert)
+	if suite == 0 {
+		return cfg, nil
+	}
+	// The clone keeps base's session ticket keys: Go uses the original
+	// config's keys for a returned config without keys of its own.
+	one := base.Clone()
+	one.CipherSuites = []uint16{suite}
+	return one, nil
+}
+
+// variantFor is the config for hello among cfg's variants without ALPN
+// or with key logging, nil for cfg itself.
+func (s *Server) variantFor(hello *tls.ClientHelloInfo) *tls.Config {
 	noALPN := len(s.alpn) > 0 && len(hello.SupportedProtos) > 0
 	for _, p := range hello.SupportedProtos {
 		if slices.Contains(s.alpn, p) {
@@ -242,19 +276,21 @@ func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	logged := hello.Conn != nil && s.keyLog.wants(hello.Conn.LocalAddr(), hello.Conn.RemoteAddr())
 	switch {
 	case logged && noALPN:
-		return s.loggedNoALPN, nil
+		return s.loggedNoALPN
 	case logged:
-		return s.logged, nil
+		return s.logged
 	case noALPN:
-		return s.noALPN, nil
+		return s.noALPN
 	}
-	return nil, nil
+	return nil
 }
 
 // certPick is the certificate a handshake served and its OCSP action.
 type certPick struct {
 	cert *tls.Certificate
 	ocsp ocspAction
+	// noSNIMatch: require_sni refused the hello (cert is nil).
+	noSNIMatch bool
 }
 
 // selectCertificate serves a handshake its certificate (see
@@ -262,6 +298,10 @@ type certPick struct {
 // for one and ocsp_staple_policy says so; a certificate that must be
 // stapled without a valid response fails the handshake.
 func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if s.requireSNI && !s.coversName(hello.ServerName) {
+		s.picks.Store(hello.Conn, certPick{noSNIMatch: true})
+		return nil, errNoSNIMatch
+	}
 	i := 0
 	if len(s.served) > 1 {
 		i = s.certificateIndex(hello)
@@ -352,8 +392,12 @@ func (s *Server) HandshakeState(ctx context.Context, c net.Conn, st *Stats) (*tl
 	local := s.served[0].Leaf
 	if v, ok := s.picks.LoadAndDelete(c); ok {
 		p := v.(certPick)
-		local = p.cert.Leaf
-		st.ocsp(p.ocsp)
+		if p.noSNIMatch {
+			st.noSNIMatch()
+		} else {
+			local = p.cert.Leaf
+			st.ocsp(p.ocsp)
+		}
 	}
 	if err != nil {
 		st.failed(err)
