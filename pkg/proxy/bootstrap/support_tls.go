@@ -8,8 +8,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // Not implemented, so refused with their path:
 // private key providers, encrypted
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,
-// signature_algorithms (Go's crypto/tls has no setting for them),
-// compliance_policies, custom
+// signature_algorithms where the peer signs (Go's crypto/tls cannot
+// restrict the peer's algorithms), compliance_policies, custom
 // handshakers and certificate selectors, and the SPIFFE validator's
 // workload_trust_domain.
 var supportedTLS = map[protoreflect.FullName]fieldSupport{
@@ -117,6 +117,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.tls_maximum_protocol_version": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.cipher_suites":                {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.ecdh_curves":                  {},
+	// The algorithms of the listener's own signatures (see
+	// tlsconfig.signatureSchemes); refused by tlsconfig where the peer
+	// signs (clusters, listeners asking for client certificates).
+	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.signature_algorithms": {},
 
 	// In secrets delivered by SDS, the directory followed for the files'
 	// rotation (server.secretWatch); refused elsewhere by tlsconfig, as

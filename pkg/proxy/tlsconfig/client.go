@@ -93,6 +93,9 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
+	if len(ctc.GetTlsParams().GetSignatureAlgorithms()) > 0 {
+		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", errPeerSignatures("on an UpstreamTlsContext")))
+	}
 	tlsCerts := ctc.GetTlsCertificates()
 	if len(tlsCerts) > 1 {
 		errs = append(errs, errors.New("common_tls_context.tls_certificates: Multiple TLS certificates are not supported for client contexts"))

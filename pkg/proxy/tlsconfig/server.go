@@ -104,6 +104,10 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
+	sigAlgs, err := signatureSchemes(ctc.GetTlsParams().GetSignatureAlgorithms())
+	if err != nil {
+		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
+	}
 	var (
 		certs   contextCerts
 		staples []*ocspStaple
@@ -128,6 +132,8 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		} else if dc.GetOcspStaplePolicy() == tlsv3.DownstreamTlsContext_MUST_STAPLE {
 			errs = append(errs, fmt.Errorf("common_tls_context.tls_certificates[%d].ocsp_staple: Required OCSP response is missing from TLS context (ocsp_staple_policy MUST_STAPLE)", i))
 		}
+		// Our signatures use only signature_algorithms (nil: Go's).
+		c.SupportedSignatureAlgorithms = sigAlgs
 		served = append(served, c)
 		staples, must = append(staples, staple), append(must, mustStaple(c.Leaf))
 		certs.chain = append(certs.chain, loadedCert{path: certificatePath(tc), cert: c.Leaf, ocsp: staple})
@@ -142,6 +148,9 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	// The SPIFFE validator always asks BoringSSL to fail a client
 	// without a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
 	v.require = dc.GetRequireClientCertificate().GetValue() || v.spiffe != nil
+	if len(sigAlgs) > 0 && v.active() {
+		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", errPeerSignatures("with client certificates (a validation context or require_client_certificate)")))
+	}
 	kl, err := compileKeyLog(ctc.GetKeyLog(), open)
 	if err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.", err))...)
