@@ -9,7 +9,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // private key providers, encrypted
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,
 // signature_algorithms where the peer signs (Go's crypto/tls cannot
-// restrict the peer's algorithms), compliance_policies, custom
+// restrict the peer's algorithms), the CNSA compliance policies, custom
 // handshakers and certificate selectors, and the SPIFFE validator's
 // workload_trust_domain.
 var supportedTLS = map[protoreflect.FullName]fieldSupport{
@@ -121,6 +121,9 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// tlsconfig.signatureSchemes); refused by tlsconfig where the peer
 	// signs (clusters, listeners asking for client certificates).
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.signature_algorithms": {},
+	// FIPS_202205 (see tlsconfig.compliance); the CNSA policies are
+	// refused by tlsconfig.
+	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.compliance_policies": {},
 
 	// In secrets delivered by SDS, the directory followed for the files'
 	// rotation (server.secretWatch); refused elsewhere by tlsconfig, as

@@ -236,8 +236,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"static_resources.secrets[0].tls_certificate.signed_certificate_timestamp: not supported by Outrigger"},
 		},
 		"upstream tls": {
-			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x, enforce_rsa_key_usage: true, common_tls_context: {tls_params: {compliance_policies: [FIPS_202205]}}}}}]}`,
-			want:    []string{"static_resources.clusters[0].transport_socket.typed_config.common_tls_context.tls_params.compliance_policies: not supported by Outrigger"},
+			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x, enforce_rsa_key_usage: true, common_tls_context: {tls_params: {compliance_policies: [FIPS_202205]}, custom_handshaker: {name: h}}}}}]}`,
+			want:    []string{"static_resources.clusters[0].transport_socket.typed_config.common_tls_context.custom_handshaker: not supported by Outrigger"},
 		},
 		"unsupported network filter": {
 			overlay: listenerYAML("", `{name: mongo, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy, stat_prefix: m}}`),

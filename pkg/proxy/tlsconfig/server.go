@@ -108,6 +108,14 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	if err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
+	fips, err := compliance(ctc.GetTlsParams())
+	if err != nil {
+		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", err))
+	}
+	if fips {
+		applyFIPS202205(cfg)
+		sigAlgs = fipsSignatures
+	}
 	var (
 		certs   contextCerts
 		staples []*ocspStaple
@@ -148,7 +156,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	// The SPIFFE validator always asks BoringSSL to fail a client
 	// without a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
 	v.require = dc.GetRequireClientCertificate().GetValue() || v.spiffe != nil
-	if len(sigAlgs) > 0 && v.active() {
+	if len(ctc.GetTlsParams().GetSignatureAlgorithms()) > 0 && v.active() {
 		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", errPeerSignatures("with client certificates (a validation context or require_client_certificate)")))
 	}
 	kl, err := compileKeyLog(ctc.GetKeyLog(), open)
@@ -185,6 +193,9 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 			cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
 		}
 		cfg.VerifyConnection = v.connectionCheck(v.verify)
+	}
+	if fips {
+		cfg.VerifyConnection = withFIPS202205(cfg.VerifyConnection)
 	}
 	cfg.GetCertificate = s.selectCertificate
 	s.noALPN = cfg.Clone()
