@@ -185,9 +185,27 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.TrustDomain.trust_bundle":   {},
 }
 
+// certificateProvidersRefused is why the certificate provider fields are
+// refused.
+const certificateProvidersRefused = "not implemented by Envoy either (its API marks the certificate provider fields " +
+	"not implemented and publishes no certificate provider extension): give certificates in tls_certificates, or through " +
+	"SDS (tls_certificate_sds_secret_configs, validation_context_sds_secret_config), whose files rotate with watched_directory"
+
 // refusedTLS says why some TLS fields are refused, where "not supported"
 // alone would leave the reader guessing.
 var refusedTLS = map[protoreflect.FullName]string{
+	// Certificate providers: every field that names one is hidden in
+	// Envoy's API as not implemented, and the API publishes no provider
+	// extension's configuration to put in certificate_provider_instances.
+	"envoy.config.bootstrap.v3.Bootstrap.certificate_provider_instances":                                                                               certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_provider_instance":                                                     certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_certificate_provider":                                                  certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_certificate_provider_instance":                                         certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.validation_context_certificate_provider":                                               certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.validation_context_certificate_provider_instance":                                      certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.CombinedCertificateValidationContext.validation_context_certificate_provider":          certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.CombinedCertificateValidationContext.validation_context_certificate_provider_instance": certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.ca_certificate_provider_instance":                                          certificateProvidersRefused,
 	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.TrustDomain.workload_trust_domain": "not supported by Outrigger: " +
 		"it picks the trust bundle by the connection's filter state object envoy.tls.cert_validator.spiffe.workload_trust_domain, " +
 		"which no filter of Outrigger sets",

@@ -239,6 +239,13 @@ func TestValidateSupport(t *testing.T) {
 			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x, enforce_rsa_key_usage: true, common_tls_context: {tls_params: {compliance_policies: [FIPS_202205]}, custom_handshaker: {name: h}}}}}]}`,
 			want:    []string{"static_resources.clusters[0].transport_socket.typed_config.common_tls_context.custom_handshaker: not supported by Outrigger"},
 		},
+		"tls certificate providers": {
+			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, common_tls_context: {tls_certificate_provider_instance: {instance_name: x}}}}}]}`,
+			want: []string{"static_resources.clusters[0].transport_socket.typed_config.common_tls_context.tls_certificate_provider_instance: not implemented by Envoy either " +
+				"(its API marks the certificate provider fields not implemented and publishes no certificate provider extension): " +
+				"give certificates in tls_certificates, or through SDS (tls_certificate_sds_secret_configs, validation_context_sds_secret_config), " +
+				"whose files rotate with watched_directory"},
+		},
 		"unsupported network filter": {
 			overlay: listenerYAML("", `{name: mongo, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy, stat_prefix: m}}`),
 			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy" is not supported by Outrigger (envoy.filters.network.mongo_proxy: a protocol proxy Outrigger does not carry); see docs/extensions.md`},
