@@ -135,6 +135,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// tlsconfig.loadPKCS12).
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.pkcs12": {},
 
+	// A server certificate's own parameters over the context's, for the
+	// handshakes that pick it (see tlsconfig.certParams); refused on
+	// clients by tlsconfig, as Envoy ignores them there.
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.tls_params":        {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.certificate_chain": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key":       {},
 	// Decrypts keys in the legacy PEM encryption; encrypted PKCS#8 is

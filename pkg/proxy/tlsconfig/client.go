@@ -118,6 +118,9 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 		errs = append(errs, errors.New("common_tls_context.tls_certificates: Multiple TLS certificates are not supported for client contexts"))
 	}
 	var certs contextCerts
+	if len(tlsCerts) == 1 && tlsCerts[0].GetTlsParams() != nil {
+		errs = append(errs, fieldpath.Prefix(certParamsPath(0), errClientCertParams))
+	}
 	if len(tlsCerts) == 1 && tlsCerts[0].GetOcspStaple() != nil {
 		// A client is not asked for a staple.
 		errs = append(errs, errors.New("common_tls_context.tls_certificates[0].ocsp_staple: OCSP staples are for server certificates; not supported on an UpstreamTlsContext"))

@@ -62,6 +62,12 @@ type Server struct {
 	// requireSNI is require_sni: a hello without a server name, or with
 	// one no certificate covers, fails (see selectCertificate).
 	requireSNI bool
+	// perCert are the certificates' own tls_params, by index (nil: none
+	// has any); chosen pins, per connection in its handshake, the
+	// certificate configFor picked them for, so that selectCertificate,
+	// asked under the certificate's parameters, serves the same one.
+	perCert []*certParams
+	chosen  sync.Map // net.Conn -> int
 	// certs are what /certs shows of the context.
 	certs contextCerts
 	// next is the context compiled from its secrets' latest values, nil
@@ -121,6 +127,10 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		staples []*ocspStaple
 		must    []bool
 		served  []tls.Certificate
+		// perCert are the certificates' own tls_params (nil: none has
+		// any); ownSigAlgs: one of them sets signature_algorithms.
+		perCert    []*certParams
+		ownSigAlgs bool
 	)
 	tlsCerts := ctc.GetTlsCertificates()
 	if len(tlsCerts) == 0 {
@@ -142,6 +152,17 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		}
 		// Our signatures use only signature_algorithms (nil: Go's).
 		c.SupportedSignatureAlgorithms = sigAlgs
+		if own := tc.GetTlsParams(); own != nil {
+			cp, algs, err := compileCertParams(ctc.GetTlsParams(), own, fips)
+			if err != nil {
+				errs = append(errs, fieldpath.Split(fieldpath.Prefix(certParamsPath(i), err))...)
+			}
+			if perCert == nil {
+				perCert = make([]*certParams, len(tlsCerts))
+			}
+			perCert[i], c.SupportedSignatureAlgorithms = cp, algs
+			ownSigAlgs = ownSigAlgs || len(own.GetSignatureAlgorithms()) > 0
+		}
 		served = append(served, c)
 		staples, must = append(staples, staple), append(must, mustStaple(c.Leaf))
 		certs.chain = append(certs.chain, loadedCert{path: certificatePath(tc), cert: c.Leaf, ocsp: staple})
@@ -156,7 +177,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	// The SPIFFE validator always asks BoringSSL to fail a client
 	// without a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
 	v.require = dc.GetRequireClientCertificate().GetValue() || v.spiffe != nil
-	if len(ctc.GetTlsParams().GetSignatureAlgorithms()) > 0 && v.active() {
+	if (len(ctc.GetTlsParams().GetSignatureAlgorithms()) > 0 || ownSigAlgs) && v.active() {
 		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", errPeerSignatures("with client certificates (a validation context or require_client_certificate)")))
 	}
 	kl, err := compileKeyLog(ctc.GetKeyLog(), open)
@@ -176,7 +197,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	s := &Server{cfg: cfg, served: served, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
 		ocsp: staples, must: must, policy: dc.GetOcspStaplePolicy(), now: time.Now,
 		fullScan: dc.GetFullScanCertsOnSniMismatch().GetValue(), preferClient: dc.GetPreferClientCiphers(),
-		requireSNI: dc.GetRequireSni().GetValue()}
+		requireSNI: dc.GetRequireSni().GetValue(), perCert: perCert}
 	if v.active() {
 		// A required certificate that is missing fails in Go's own
 		// handshake, which sends certificate_required (TLS 1.3) as
@@ -207,7 +228,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		s.logged, s.loggedNoALPN = cfg.Clone(), s.noALPN.Clone()
 		s.logged.KeyLogWriter, s.loggedNoALPN.KeyLogWriter = kl.w, kl.w
 	}
-	if len(s.alpn) > 0 || kl != nil || s.preferClient {
+	if len(s.alpn) > 0 || kl != nil || s.preferClient || perCert != nil {
 		cfg.GetConfigForClient = s.configFor
 	}
 	return s, nil
@@ -259,28 +280,47 @@ func applySessionResumption(cfg *tls.Config, dc *tlsv3.DownstreamTlsContext) err
 // as Envoy's selection then declines ALPN rather than the handshake,
 // logs the keys of the connections key_log wants, and with
 // prefer_client_ciphers allows only the suite the client prefers.
+//
+// A certificate with its own tls_params gets them: the certificate is
+// picked here, as selectCertificate would, and pinned for it.
 func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	cfg := s.variantFor(hello)
-	if !s.preferClient {
+	if !s.preferClient && s.perCert == nil {
 		return cfg, nil
 	}
 	base := cfg
 	if base == nil {
 		base = s.cfg
 	}
-	cert := &s.served[0]
+	i := 0
 	if len(s.served) > 1 {
-		cert = &s.served[s.certificateIndex(hello)]
+		i = s.certificateIndex(hello)
 	}
-	suite := clientPreferredSuite(hello, base, cert)
-	if suite == 0 {
+	// Clones keep base's session ticket keys: Go uses the original
+	// config's keys for a returned config without keys of its own.
+	var out *tls.Config
+	if s.perCert != nil {
+		if hello.Conn != nil {
+			s.chosen.Store(hello.Conn, i)
+		}
+		if p := s.perCert[i]; p != nil {
+			out = base.Clone()
+			p.apply(out)
+			base = out
+		}
+	}
+	if s.preferClient {
+		if suite := clientPreferredSuite(hello, base, &s.served[i]); suite != 0 {
+			if out == nil {
+				out = base.Clone()
+			}
+			out.CipherSuites = []uint16{suite}
+		}
+	}
+	if out == nil {
 		return cfg, nil
 	}
-	// The clone keeps base's session ticket keys: Go uses the original
-	// config's keys for a returned config without keys of its own.
-	one := base.Clone()
-	one.CipherSuites = []uint16{suite}
-	return one, nil
+	return out, nil
 }
 
 // variantFor is the config for hello among cfg's variants without ALPN
@@ -323,7 +363,9 @@ func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate
 		return nil, errNoSNIMatch
 	}
 	i := 0
-	if len(s.served) > 1 {
+	if pinned, ok := s.chosen.LoadAndDelete(hello.Conn); ok {
+		i = pinned.(int)
+	} else if len(s.served) > 1 {
 		i = s.certificateIndex(hello)
 	}
 	cert := &s.served[i]
@@ -409,6 +451,11 @@ func (s *Server) HandshakeState(ctx context.Context, c net.Conn, st *Stats) (*tl
 	}
 	tc := tls.Server(c, s.cfg)
 	err := tc.HandshakeContext(ctx)
+	if s.perCert != nil {
+		// A handshake that failed before asking for its certificate
+		// leaves its pin.
+		s.chosen.Delete(c)
+	}
 	local := s.served[0].Leaf
 	if v, ok := s.picks.LoadAndDelete(c); ok {
 		p := v.(certPick)
