@@ -11,6 +11,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig/tlstest"
 )
 
 // sClientTry runs openssl s_client against the loopback port with args,
@@ -113,6 +115,40 @@ var _ = Describe("Downstream TLS parameters", func() {
 		}
 		Eventually(func() string { return statValue(s, ssl+"handshake") }).Should(Equal("1"))
 		Expect(statValue(s, ssl+"curves.P-384")).To(Equal("1"))
+	})
+})
+
+var _ = Describe("Downstream TLS certificate tls_params", func() {
+	It("gives the handshakes that pick a certificate its own parameters", func() {
+		needTool("openssl")
+		dir := newDir()
+		ca, err := tlstest.NewCA("Outrigger test CA")
+		Expect(err).NotTo(HaveOccurred())
+		cert := func(name string, rsa bool, params string) string {
+			l, err := ca.Issue(tlstest.Options{CommonName: name, DNS: []string{name}, RSA: rsa})
+			Expect(err).NotTo(HaveOccurred())
+			c, k := filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+			Expect(os.WriteFile(c, l.CertPEM, 0o600)).To(Succeed())
+			Expect(os.WriteFile(k, l.KeyPEM, 0o600)).To(Succeed())
+			return fmt.Sprintf("{certificate_chain: {filename: %s}, private_key: {filename: %s}%s}", c, k, params)
+		}
+		port := freePort()
+		chain := `{filters: [` + directHCM("certparams", "") + `], transport_socket: {name: envoy.transport_sockets.tls, typed_config: {
+  "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
+  common_tls_context: {tls_certificates: [` +
+			cert("ecdsa.example.com", false, "") + ", " +
+			cert("rsa.example.com", true, ", tls_params: {tls_maximum_protocol_version: TLSv1_2, cipher_suites: [ECDHE-RSA-AES256-GCM-SHA384]}") + `]}}}}`
+		s := Start(dir, tlsBootstrap(port, "", []string{chain}))
+		out, ok := sClientTry(port, "-servername", "rsa.example.com")
+		Expect(ok).To(BeTrue(), out)
+		Expect(out).To(ContainSubstring("TLSv1.2, Cipher is ECDHE-RSA-AES256-GCM-SHA384"))
+		out, ok = sClientTry(port, "-servername", "ecdsa.example.com")
+		Expect(ok).To(BeTrue(), out)
+		Expect(out).To(ContainSubstring("New, TLSv1.3"))
+		// The certificate's suite alone: no other certificate is tried.
+		out, ok = sClientTry(port, "-servername", "rsa.example.com", "-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256")
+		Expect(ok).To(BeFalse(), out)
+		Eventually(func() string { return statValue(s, fmt.Sprintf("listener.127.0.0.1_%d.ssl.handshake", port)) }).Should(Equal("2"))
 	})
 })
 
