@@ -103,12 +103,9 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
-	fips, err := compliance(ctc.GetTlsParams())
+	fips, err := applyCompliance(cfg, ctc.GetTlsParams())
 	if err != nil {
-		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", err))
-	}
-	if fips {
-		applyFIPS202205(cfg)
+		errs = append(errs, err)
 	}
 	if len(ctc.GetTlsParams().GetSignatureAlgorithms()) > 0 {
 		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", errPeerSignatures("on an UpstreamTlsContext")))

@@ -9,6 +9,8 @@ import (
 	"fmt"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 )
 
 // BoringSSL's ssl_compliance_policy_fips_202205 (ssl_lib.cc
@@ -62,14 +64,21 @@ func applyFIPS202205(cfg *tls.Config) {
 // whose key signs only with algorithms outside the policy (Ed25519,
 // ECDSA on curves other than P-256 and P-384), fail the handshake.
 func withFIPS202205(verify func(tls.ConnectionState) error) func(tls.ConnectionState) error {
-	return func(cs tls.ConnectionState) error {
-		if verify != nil {
-			if err := verify(cs); err != nil {
-				return err
-			}
-		}
-		return checkFIPS202205(cs)
+	return andThen(verify, checkFIPS202205)
+}
+
+// applyCompliance applies compliance_policies to cfg and reports
+// whether FIPS_202205 applies. Errors name the field below the
+// CommonTlsContext.
+func applyCompliance(cfg *tls.Config, p *tlsv3.TlsParameters) (bool, error) {
+	fips, err := compliance(p)
+	if err != nil {
+		return false, fieldpath.Prefix("common_tls_context.tls_params.", err)
 	}
+	if fips {
+		applyFIPS202205(cfg)
+	}
+	return fips, nil
 }
 
 // checkFIPS202205 is withFIPS202205's check.

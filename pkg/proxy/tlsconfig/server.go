@@ -114,12 +114,11 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	if err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
-	fips, err := compliance(ctc.GetTlsParams())
+	fips, err := applyCompliance(cfg, ctc.GetTlsParams())
 	if err != nil {
-		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", err))
+		errs = append(errs, err)
 	}
 	if fips {
-		applyFIPS202205(cfg)
 		sigAlgs = fipsSignatures
 	}
 	var (
