@@ -344,6 +344,19 @@ func (s *Server) variantFor(hello *tls.ClientHelloInfo) *tls.Config {
 	return nil
 }
 
+// pinned is the certificate configFor picked for the connection's
+// handshake, when certificates have their own tls_params.
+func (s *Server) pinned(c net.Conn) (int, bool) {
+	if s.perCert == nil {
+		return 0, false
+	}
+	v, ok := s.chosen.LoadAndDelete(c)
+	if !ok {
+		return 0, false
+	}
+	return v.(int), true
+}
+
 // certPick is the certificate a handshake served and its OCSP action.
 type certPick struct {
 	cert *tls.Certificate
@@ -362,8 +375,8 @@ func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate
 		return nil, errNoSNIMatch
 	}
 	i := 0
-	if pinned, ok := s.chosen.LoadAndDelete(hello.Conn); ok {
-		i = pinned.(int)
+	if pinned, ok := s.pinned(hello.Conn); ok {
+		i = pinned
 	} else if len(s.served) > 1 {
 		i = s.certificateIndex(hello)
 	}
