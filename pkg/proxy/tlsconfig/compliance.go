@@ -61,8 +61,9 @@ func applyFIPS202205(cfg *tls.Config) {
 // withFIPS202205 adds to verify (nil: none) the parts of the policy Go's
 // crypto/tls has no setting for, checked once the handshake has chosen
 // them: a TLS 1.3 suite other than AES-GCM, and a peer certificate
-// whose key signs only with algorithms outside the policy (Ed25519,
-// ECDSA on curves other than P-256 and P-384), fail the handshake.
+// whose key signs only with algorithms outside the policy (Ed25519;
+// in TLS 1.3 ECDSA on curves other than P-256 and P-384), fail the
+// handshake.
 func withFIPS202205(verify func(tls.ConnectionState) error) func(tls.ConnectionState) error {
 	return andThen(verify, checkFIPS202205)
 }
@@ -93,7 +94,9 @@ func checkFIPS202205(cs tls.ConnectionState) error {
 	case ed25519.PublicKey:
 		return errors.New("compliance policy FIPS_202205: the peer's Ed25519 signature is not allowed")
 	case *ecdsa.PublicKey:
-		if k.Curve != elliptic.P256() && k.Curve != elliptic.P384() {
+		// TLS 1.3 binds the hash to the curve; in TLS 1.2 a P-521 key
+		// may sign with an allowed hash, which Go does not report.
+		if cs.Version >= tls.VersionTLS13 && k.Curve != elliptic.P256() && k.Curve != elliptic.P384() {
 			return fmt.Errorf("compliance policy FIPS_202205: the peer's ECDSA signature on %s is not allowed", k.Curve.Params().Name)
 		}
 	}
