@@ -60,7 +60,7 @@ type Server struct {
 	// the client's most preferred usable suite (see clientPreferredSuite).
 	preferClient bool
 	// requireSNI is require_sni: a hello without a server name, or with
-	// one no certificate covers, fails (see selectCertificate).
+	// one no certificate covers, fails (see configFor).
 	requireSNI bool
 	// perCert are the certificates' own tls_params, by index (nil: none
 	// has any); chosen pins, per connection in its handshake, the
@@ -227,7 +227,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		s.logged, s.loggedNoALPN = cfg.Clone(), s.noALPN.Clone()
 		s.logged.KeyLogWriter, s.loggedNoALPN.KeyLogWriter = kl.w, kl.w
 	}
-	if len(s.alpn) > 0 || kl != nil || s.preferClient || perCert != nil {
+	if len(s.alpn) > 0 || kl != nil || s.preferClient || s.requireSNI || perCert != nil {
 		cfg.GetConfigForClient = s.configFor
 	}
 	return s, nil
@@ -277,12 +277,20 @@ func applySessionResumption(cfg *tls.Config, dc *tlsv3.DownstreamTlsContext) err
 
 // configFor drops ALPN for a client that offers none of alpn_protocols,
 // as Envoy's selection then declines ALPN rather than the handshake,
-// logs the keys of the connections key_log wants, and with
-// prefer_client_ciphers allows only the suite the client prefers.
+// logs the keys of the connections key_log wants, with
+// prefer_client_ciphers allows only the suite the client prefers, and
+// with require_sni refuses a hello without a server name a certificate
+// covers.
 //
 // A certificate with its own tls_params gets them: the certificate is
 // picked here, as selectCertificate would, and pinned for it.
 func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	// Here rather than in selectCertificate, which a resumed session
+	// skips.
+	if s.requireSNI && !s.coversName(hello.ServerName) {
+		s.picks.Store(hello.Conn, certPick{noSNIMatch: true})
+		return nil, errNoSNIMatch
+	}
 	cfg := s.variantFor(hello)
 	if !s.preferClient && s.perCert == nil {
 		return cfg, nil
@@ -370,10 +378,6 @@ type certPick struct {
 // for one and ocsp_staple_policy says so; a certificate that must be
 // stapled without a valid response fails the handshake.
 func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	if s.requireSNI && !s.coversName(hello.ServerName) {
-		s.picks.Store(hello.Conn, certPick{noSNIMatch: true})
-		return nil, errNoSNIMatch
-	}
 	i := 0
 	if pinned, ok := s.pinned(hello.Conn); ok {
 		i = pinned
