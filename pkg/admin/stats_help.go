@@ -526,6 +526,7 @@ var listenerHelp = [][2]string{
 	{"listener.**.ssl.fail_verify_error", "TLS handshakes refused because the client's certificate chain did not verify."},
 	{"listener.**.ssl.fail_verify_san", "TLS handshakes refused because no subject alt name matched."},
 	{"listener.**.ssl.fail_verify_cert_hash", "TLS handshakes refused because the certificate's hash or SPKI was not allowed."},
+	{"listener.**.ssl.fail_no_sni_match", "TLS handshakes refused by require_sni: no server name, or one no certificate covers."},
 	{"listener.**.ssl.ciphers.**", "TLS handshakes by negotiated cipher suite."},
 	{"listener.**.ssl.versions.**", "TLS handshakes by protocol version."},
 	{"listener.**.ssl.curves.**", "TLS handshakes by key exchange group."},

@@ -8,10 +8,10 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // Not implemented, so refused with their path:
 // private key providers, encrypted
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,
-// signature_algorithms (Go's crypto/tls has no setting for them),
-// compliance_policies, prefer_client_ciphers, custom
-// handshakers and certificate selectors, in the validation context
-// system_root_certs, and the SPIFFE validator's workload_trust_domain.
+// signature_algorithms where the peer signs (Go's crypto/tls cannot
+// restrict the peer's algorithms), the CNSA compliance policies, custom
+// handshakers and certificate selectors, and the SPIFFE validator's
+// workload_trust_domain.
 var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChain.transport_socket":                 {},
 	"envoy.config.listener.v3.FilterChain.transport_socket_connect_timeout": {},
@@ -93,6 +93,14 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// A server name no certificate covers picks by key type (see
 	// tlsconfig.Server.certificateIndex).
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.full_scan_certs_on_sni_mismatch": {},
+	// A hello without a server name, or with one no certificate covers,
+	// fails the handshake (ssl.fail_no_sni_match; see
+	// tlsconfig.Server.coversName). Envoy hides the field as not
+	// implemented; Outrigger does what its documentation says.
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.require_sni": {},
+	// TLS 1.2 handshakes get the client's most preferred usable suite
+	// (see tlsconfig.clientPreferredSuite).
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.prefer_client_ciphers": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_params":         {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificates":   {},
@@ -109,6 +117,13 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.tls_maximum_protocol_version": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.cipher_suites":                {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.ecdh_curves":                  {},
+	// The algorithms of the listener's own signatures (see
+	// tlsconfig.signatureSchemes); refused by tlsconfig where the peer
+	// signs (clusters, listeners asking for client certificates).
+	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.signature_algorithms": {},
+	// FIPS_202205 (see tlsconfig.compliance); the CNSA policies are
+	// refused by tlsconfig.
+	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.compliance_policies": {},
 
 	// In secrets delivered by SDS, the directory followed for the files'
 	// rotation (server.secretWatch); refused elsewhere by tlsconfig, as
@@ -120,6 +135,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// tlsconfig.loadPKCS12).
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.pkcs12": {},
 
+	// A server certificate's own parameters over the context's, for the
+	// handshakes that pick it (see tlsconfig.certParams); refused on
+	// clients by tlsconfig, as Envoy ignores them there.
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.tls_params":        {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.certificate_chain": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key":       {},
 	// Decrypts keys in the legacy PEM encryption; encrypted PKCS#8 is
@@ -130,7 +149,11 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.ocsp_staple":              {},
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.ocsp_staple_policy": {},
 
-	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.trusted_ca":                    {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.trusted_ca": {},
+	// The system's roots where trusted_ca is absent (see
+	// tlsconfig.validator.useSystemRoots). Envoy hides the field as not
+	// implemented; Outrigger does what its documentation says.
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.system_root_certs":             {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.match_typed_subject_alt_names": {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.match_subject_alt_names":       {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.verify_certificate_spki":       {},
@@ -166,18 +189,30 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.TrustDomain.trust_bundle":   {},
 }
 
+// certificateProvidersRefused is why the certificate provider fields are
+// refused.
+const certificateProvidersRefused = "not implemented by Envoy either (its API marks the certificate provider fields " +
+	"not implemented and publishes no certificate provider extension): give certificates in tls_certificates, or through " +
+	"SDS (tls_certificate_sds_secret_configs, validation_context_sds_secret_config), whose files rotate with watched_directory"
+
 // refusedTLS says why some TLS fields are refused, where "not supported"
 // alone would leave the reader guessing.
 var refusedTLS = map[protoreflect.FullName]string{
+	// Certificate providers: every field that names one is hidden in
+	// Envoy's API as not implemented, and the API publishes no provider
+	// extension's configuration to put in certificate_provider_instances.
+	"envoy.config.bootstrap.v3.Bootstrap.certificate_provider_instances":                                                                               certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_provider_instance":                                                     certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_certificate_provider":                                                  certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_certificate_provider_instance":                                         certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.validation_context_certificate_provider":                                               certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.validation_context_certificate_provider_instance":                                      certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.CombinedCertificateValidationContext.validation_context_certificate_provider":          certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.CombinedCertificateValidationContext.validation_context_certificate_provider_instance": certificateProvidersRefused,
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.ca_certificate_provider_instance":                                          certificateProvidersRefused,
 	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.TrustDomain.workload_trust_domain": "not supported by Outrigger: " +
 		"it picks the trust bundle by the connection's filter state object envoy.tls.cert_validator.spiffe.workload_trust_domain, " +
 		"which no filter of Outrigger sets",
-	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.require_sni": "not implemented by Envoy either " +
-		"(the field is marked not-implemented in its API, and Envoy accepts it without effect): to refuse clients without " +
-		"a matching server name, match filter chains on server_names so that other names find no chain",
-	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.system_root_certs": "not implemented by Envoy either " +
-		"(the field is marked not-implemented in its API, and Envoy accepts it without effect): give the CA bundle in trusted_ca " +
-		"(filename: /etc/ssl/certs/ca-certificates.crt on Debian)",
 	"envoy.extensions.transport_sockets.tls.v3.GenericSecret.secrets": "not supported by Outrigger: the only reader of " +
 		"generic secrets here, the oauth2 filter, reads generic_secret.secret as Envoy's does; a map nothing reads is refused " +
 		"rather than ignored",
@@ -185,9 +220,6 @@ var refusedTLS = map[protoreflect.FullName]string{
 		"watched directory only where its consumer uses a reloading data source provider (ip_tagging, some filters' files), " +
 		"none of which Outrigger has yet; TLS files rotate through TlsCertificate.watched_directory or " +
 		"CertificateValidationContext.watched_directory in a secret delivered by SDS",
-	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.prefer_client_ciphers": "not supported by Outrigger: " +
-		"Go's crypto/tls chooses the TLS 1.2 cipher suite by its own preference order among the configured ones " +
-		"(tls.Config.PreferServerCipherSuites is ignored since Go 1.17), so neither the client's order nor the configured one decides",
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key_provider": "not supported by Outrigger: " +
 		"private key providers (CryptoMB, QAT) hand BoringSSL's private key operations to Intel's vectorised or " +
 		"hardware implementations, which Outrigger (signing with Go's crypto) does not have; give the key in private_key",

@@ -226,27 +226,20 @@ func TestValidateSupport(t *testing.T) {
 			overlay: strings.Replace(okHCM(""), "filter_chains: [{", "filter_chains: [{filter_chain_match: {destination_port: 80, server_names: [a.example], suffix_len: 1}, ", 1),
 			want:    []string{"static_resources.listeners[1].filter_chains[0].filter_chain_match.suffix_len: not supported by Outrigger"},
 		},
-		"tls system_root_certs": {
-			overlay: strings.Replace(okHCM(""), "filter_chains: [{", `filter_chains: [{transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext, common_tls_context: {tls_certificates: [{certificate_chain: {filename: c}, private_key: {filename: k}, password: {inline_string: p}}], validation_context: {trusted_ca: {filename: ca}, system_root_certs: {}}}}}, `, 1),
-			want: []string{
-				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context.system_root_certs: not implemented by Envoy either " +
-					"(the field is marked not-implemented in its API, and Envoy accepts it without effect): give the CA bundle in trusted_ca (filename: /etc/ssl/certs/ca-certificates.crt on Debian)",
-			},
-		},
-		"tls prefer_client_ciphers": {
-			overlay: strings.Replace(okHCM(""), "filter_chains: [{", `filter_chains: [{transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext, prefer_client_ciphers: true, full_scan_certs_on_sni_mismatch: true, common_tls_context: {tls_certificates: [{certificate_chain: {filename: c}, private_key: {filename: k}}]}}}, `, 1),
-			want: []string{
-				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.prefer_client_ciphers: not supported by Outrigger: Go's crypto/tls chooses the TLS 1.2 cipher suite by its own preference order " +
-					"among the configured ones (tls.Config.PreferServerCipherSuites is ignored since Go 1.17), so neither the client's order nor the configured one decides",
-			},
-		},
 		"tls secret kind not implemented": {
 			overlay: `static_resources: {secrets: [{name: k, tls_certificate: {signed_certificate_timestamp: [{inline_string: x}]}}]}`,
 			want:    []string{"static_resources.secrets[0].tls_certificate.signed_certificate_timestamp: not supported by Outrigger"},
 		},
 		"upstream tls": {
-			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x, enforce_rsa_key_usage: true, common_tls_context: {tls_params: {compliance_policies: [FIPS_202205]}}}}}]}`,
-			want:    []string{"static_resources.clusters[0].transport_socket.typed_config.common_tls_context.tls_params.compliance_policies: not supported by Outrigger"},
+			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x, enforce_rsa_key_usage: true, common_tls_context: {tls_params: {compliance_policies: [FIPS_202205]}, custom_handshaker: {name: h}}}}}]}`,
+			want:    []string{"static_resources.clusters[0].transport_socket.typed_config.common_tls_context.custom_handshaker: not supported by Outrigger"},
+		},
+		"tls certificate providers": {
+			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, common_tls_context: {tls_certificate_provider_instance: {instance_name: x}}}}}]}`,
+			want: []string{"static_resources.clusters[0].transport_socket.typed_config.common_tls_context.tls_certificate_provider_instance: not implemented by Envoy either " +
+				"(its API marks the certificate provider fields not implemented and publishes no certificate provider extension): " +
+				"give certificates in tls_certificates, or through SDS (tls_certificate_sds_secret_configs, validation_context_sds_secret_config), " +
+				"whose files rotate with watched_directory"},
 		},
 		"unsupported network filter": {
 			overlay: listenerYAML("", `{name: mongo, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy, stat_prefix: m}}`),

@@ -49,6 +49,16 @@ type Client struct {
 	autoHostSNI, autoSNISAN bool
 	// keyLog is key_log, nil when keys are not logged.
 	keyLog *keyLog
+	// fips is compliance policy FIPS_202205 (see withFIPS202205).
+	fips bool
+}
+
+// finalCheck adds the compliance policy's check to verify.
+func (cl *Client) finalCheck(verify func(tls.ConnectionState) error) func(tls.ConnectionState) error {
+	if cl.fips {
+		return withFIPS202205(verify)
+	}
+	return verify
 }
 
 // Ready is closed once the secrets the context uses have their first
@@ -93,11 +103,21 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
+	fips, err := applyCompliance(cfg, ctc.GetTlsParams())
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(ctc.GetTlsParams().GetSignatureAlgorithms()) > 0 {
+		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", errPeerSignatures("on an UpstreamTlsContext")))
+	}
 	tlsCerts := ctc.GetTlsCertificates()
 	if len(tlsCerts) > 1 {
 		errs = append(errs, errors.New("common_tls_context.tls_certificates: Multiple TLS certificates are not supported for client contexts"))
 	}
 	var certs contextCerts
+	if len(tlsCerts) == 1 && tlsCerts[0].GetTlsParams() != nil {
+		errs = append(errs, fieldpath.Prefix(certParamsPath(0), errClientCertParams))
+	}
 	if len(tlsCerts) == 1 && tlsCerts[0].GetOcspStaple() != nil {
 		// A client is not asked for a staple.
 		errs = append(errs, errors.New("common_tls_context.tls_certificates[0].ocsp_staple: OCSP staples are for server certificates; not supported on an UpstreamTlsContext"))
@@ -109,6 +129,9 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_certificates[0].", err))...)
 		} else {
 			certs.chain = []loadedCert{{path: certificatePath(certs0), cert: c.Leaf}}
+			if fips {
+				c.SupportedSignatureAlgorithms = fipsSignatures
+			}
 			// BoringSSL sends the configured certificate whatever CAs the
 			// server names; Go's default would send none when they differ.
 			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
@@ -148,6 +171,9 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 	// Envoy always checks the server certificate's key usage now
 	// (enforce_rsa_key_usage is deprecated and ignored).
 	cfg.VerifyConnection = withKeyUsage(cfg.VerifyConnection)
+	if fips {
+		cfg.VerifyConnection = withFIPS202205(cfg.VerifyConnection)
+	}
 	n := defaultMaxSessionKeys
 	if m := uc.GetMaxSessionKeys(); m != nil {
 		n = int(m.GetValue())
@@ -157,7 +183,7 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 	}
 	certs.ca = v.firstCA
 	return &Client{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
-		autoHostSNI: uc.GetAutoHostSni(), autoSNISAN: uc.GetAutoSniSanValidation(), keyLog: kl}, nil
+		autoHostSNI: uc.GetAutoHostSni(), autoSNISAN: uc.GetAutoSniSanValidation(), keyLog: kl, fips: fips}, nil
 }
 
 // HandshakeError is a failed upstream TLS handshake.
@@ -288,10 +314,10 @@ func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []
 	switch san := ov.VerifySAN; {
 	case san != "":
 		check = func(chain []*x509.Certificate) error { return v.verifyWith(chain, san) }
-		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check))
+		cfg.VerifyConnection = cl.finalCheck(withKeyUsage(v.connectionCheck(check)))
 	case cl.autoSNISAN && sni != "":
 		check = func(chain []*x509.Certificate) error { return v.verifySNI(chain, sni) }
-		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check))
+		cfg.VerifyConnection = cl.finalCheck(withKeyUsage(v.connectionCheck(check)))
 	}
 	tc, err := runClientHandshake(ctx, c, cfg, st)
 	if err != nil {

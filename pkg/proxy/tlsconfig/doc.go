@@ -1,8 +1,10 @@
 // Package tlsconfig turns Envoy's TLS transport socket configuration
 // (envoy.extensions.transport_sockets.tls.v3: CommonTlsContext and
 // DownstreamTlsContext) into Go's crypto/tls configuration: certificates and
-// keys from files or inline, protocol versions, cipher suites and ECDH
-// curves under Envoy's names and defaults, ALPN, and the peer certificate
+// keys from files or inline, protocol versions, cipher suites, ECDH
+// curves and signature algorithms under Envoy's names and defaults (per
+// certificate too, and under the FIPS_202205 compliance policy), the
+// client's cipher preference, require_sni, ALPN, and the peer certificate
 // validation Envoy's default validator does (trusted CA, subject alt name
 // matchers, SPKI and certificate hash pins, expired certificates). It also
 // keeps Envoy's ssl.* handshake stats.

@@ -51,12 +51,5 @@ func rsaKeyExchange(id uint16) bool {
 
 // withKeyUsage adds the key usage check after verify (nil: none).
 func withKeyUsage(verify func(tls.ConnectionState) error) func(tls.ConnectionState) error {
-	return func(cs tls.ConnectionState) error {
-		if verify != nil {
-			if err := verify(cs); err != nil {
-				return err
-			}
-		}
-		return checkRSAKeyUsage(cs)
-	}
+	return andThen(verify, checkRSAKeyUsage)
 }

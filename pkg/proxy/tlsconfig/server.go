@@ -56,6 +56,18 @@ type Server struct {
 	// certificate covers picks by key type as a hello without one does,
 	// rather than taking the first certificate.
 	fullScan bool
+	// preferClient is prefer_client_ciphers: a TLS 1.2 handshake gets
+	// the client's most preferred usable suite (see clientPreferredSuite).
+	preferClient bool
+	// requireSNI is require_sni: a hello without a server name, or with
+	// one no certificate covers, fails (see configFor).
+	requireSNI bool
+	// perCert are the certificates' own tls_params, by index (nil: none
+	// has any); chosen pins, per connection in its handshake, the
+	// certificate configFor picked them for, so that selectCertificate,
+	// asked under the certificate's parameters, serves the same one.
+	perCert []*certParams
+	chosen  sync.Map // net.Conn -> int
 	// certs are what /certs shows of the context.
 	certs contextCerts
 	// next is the context compiled from its secrets' latest values, nil
@@ -98,11 +110,26 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
+	sigAlgs, err := signatureSchemes(ctc.GetTlsParams().GetSignatureAlgorithms())
+	if err != nil {
+		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
+	}
+	fips, err := applyCompliance(cfg, ctc.GetTlsParams())
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if fips {
+		sigAlgs = fipsSignatures
+	}
 	var (
 		certs   contextCerts
 		staples []*ocspStaple
 		must    []bool
 		served  []tls.Certificate
+		// perCert are the certificates' own tls_params (nil: none has
+		// any); ownSigAlgs: one of them sets signature_algorithms.
+		perCert    []*certParams
+		ownSigAlgs bool
 	)
 	tlsCerts := ctc.GetTlsCertificates()
 	if len(tlsCerts) == 0 {
@@ -122,6 +149,19 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		} else if dc.GetOcspStaplePolicy() == tlsv3.DownstreamTlsContext_MUST_STAPLE {
 			errs = append(errs, fmt.Errorf("common_tls_context.tls_certificates[%d].ocsp_staple: Required OCSP response is missing from TLS context (ocsp_staple_policy MUST_STAPLE)", i))
 		}
+		// Our signatures use only signature_algorithms (nil: Go's).
+		c.SupportedSignatureAlgorithms = sigAlgs
+		if own := tc.GetTlsParams(); own != nil {
+			cp, algs, err := compileCertParams(ctc.GetTlsParams(), own, fips)
+			if err != nil {
+				errs = append(errs, fieldpath.Split(fieldpath.Prefix(certParamsPath(i), err))...)
+			}
+			if perCert == nil {
+				perCert = make([]*certParams, len(tlsCerts))
+			}
+			perCert[i], c.SupportedSignatureAlgorithms = cp, algs
+			ownSigAlgs = ownSigAlgs || len(own.GetSignatureAlgorithms()) > 0
+		}
 		served = append(served, c)
 		staples, must = append(staples, staple), append(must, mustStaple(c.Leaf))
 		certs.chain = append(certs.chain, loadedCert{path: certificatePath(tc), cert: c.Leaf, ocsp: staple})
@@ -136,6 +176,9 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	// The SPIFFE validator always asks BoringSSL to fail a client
 	// without a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
 	v.require = dc.GetRequireClientCertificate().GetValue() || v.spiffe != nil
+	if (len(ctc.GetTlsParams().GetSignatureAlgorithms()) > 0 || ownSigAlgs) && v.active() {
+		errs = append(errs, fieldpath.Prefix("common_tls_context.tls_params.", errPeerSignatures("with client certificates (a validation context or require_client_certificate)")))
+	}
 	kl, err := compileKeyLog(ctc.GetKeyLog(), open)
 	if err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.", err))...)
@@ -152,7 +195,8 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 	certs.ca = v.firstCA
 	s := &Server{cfg: cfg, served: served, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
 		ocsp: staples, must: must, policy: dc.GetOcspStaplePolicy(), now: time.Now,
-		fullScan: dc.GetFullScanCertsOnSniMismatch().GetValue()}
+		fullScan: dc.GetFullScanCertsOnSniMismatch().GetValue(), preferClient: dc.GetPreferClientCiphers(),
+		requireSNI: dc.GetRequireSni().GetValue(), perCert: perCert}
 	if v.active() {
 		// A required certificate that is missing fails in Go's own
 		// handshake, which sends certificate_required (TLS 1.3) as
@@ -162,13 +206,16 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 			cfg.ClientAuth = tls.RequireAnyClientCert
 		}
 		switch {
-		case v.suppressCAList:
+		case v.suppressCAList, v.systemRoots:
 		case v.spiffe != nil:
 			cfg.ClientCAs = v.spiffe.names // every trust domain's CAs
 		default:
 			cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
 		}
 		cfg.VerifyConnection = v.connectionCheck(v.verify)
+	}
+	if fips {
+		cfg.VerifyConnection = withFIPS202205(cfg.VerifyConnection)
 	}
 	cfg.GetCertificate = s.selectCertificate
 	s.noALPN = cfg.Clone()
@@ -180,7 +227,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		s.logged, s.loggedNoALPN = cfg.Clone(), s.noALPN.Clone()
 		s.logged.KeyLogWriter, s.loggedNoALPN.KeyLogWriter = kl.w, kl.w
 	}
-	if len(s.alpn) > 0 || kl != nil {
+	if len(s.alpn) > 0 || kl != nil || s.preferClient || s.requireSNI || perCert != nil {
 		cfg.GetConfigForClient = s.configFor
 	}
 	return s, nil
@@ -229,9 +276,63 @@ func applySessionResumption(cfg *tls.Config, dc *tlsv3.DownstreamTlsContext) err
 }
 
 // configFor drops ALPN for a client that offers none of alpn_protocols,
-// as Envoy's selection then declines ALPN rather than the handshake, and
-// logs the keys of the connections key_log wants.
+// as Envoy's selection then declines ALPN rather than the handshake,
+// logs the keys of the connections key_log wants, with
+// prefer_client_ciphers allows only the suite the client prefers, and
+// with require_sni refuses a hello without a server name a certificate
+// covers.
+//
+// A certificate with its own tls_params gets them: the certificate is
+// picked here, as selectCertificate would, and pinned for it.
 func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	// Here rather than in selectCertificate, which a resumed session
+	// skips.
+	if s.requireSNI && !s.coversName(hello.ServerName) {
+		s.picks.Store(hello.Conn, certPick{noSNIMatch: true})
+		return nil, errNoSNIMatch
+	}
+	cfg := s.variantFor(hello)
+	if !s.preferClient && s.perCert == nil {
+		return cfg, nil
+	}
+	base := cfg
+	if base == nil {
+		base = s.cfg
+	}
+	i := 0
+	if len(s.served) > 1 {
+		i = s.certificateIndex(hello)
+	}
+	// Clones keep base's session ticket keys: Go uses the original
+	// config's keys for a returned config without keys of its own.
+	var out *tls.Config
+	if s.perCert != nil {
+		if hello.Conn != nil {
+			s.chosen.Store(hello.Conn, i)
+		}
+		if p := s.perCert[i]; p != nil {
+			out = base.Clone()
+			p.apply(out)
+			base = out
+		}
+	}
+	if s.preferClient {
+		if suite := clientPreferredSuite(hello, base, &s.served[i]); suite != 0 {
+			if out == nil {
+				out = base.Clone()
+			}
+			out.CipherSuites = []uint16{suite}
+		}
+	}
+	if out == nil {
+		return cfg, nil
+	}
+	return out, nil
+}
+
+// variantFor is the config for hello among cfg's variants without ALPN
+// or with key logging, nil for cfg itself.
+func (s *Server) variantFor(hello *tls.ClientHelloInfo) *tls.Config {
 	noALPN := len(s.alpn) > 0 && len(hello.SupportedProtos) > 0
 	for _, p := range hello.SupportedProtos {
 		if slices.Contains(s.alpn, p) {
@@ -242,19 +343,34 @@ func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	logged := hello.Conn != nil && s.keyLog.wants(hello.Conn.LocalAddr(), hello.Conn.RemoteAddr())
 	switch {
 	case logged && noALPN:
-		return s.loggedNoALPN, nil
+		return s.loggedNoALPN
 	case logged:
-		return s.logged, nil
+		return s.logged
 	case noALPN:
-		return s.noALPN, nil
+		return s.noALPN
 	}
-	return nil, nil
+	return nil
+}
+
+// pinned is the certificate configFor picked for the connection's
+// handshake, when certificates have their own tls_params.
+func (s *Server) pinned(c net.Conn) (int, bool) {
+	if s.perCert == nil {
+		return 0, false
+	}
+	v, ok := s.chosen.LoadAndDelete(c)
+	if !ok {
+		return 0, false
+	}
+	return v.(int), true
 }
 
 // certPick is the certificate a handshake served and its OCSP action.
 type certPick struct {
 	cert *tls.Certificate
 	ocsp ocspAction
+	// noSNIMatch: require_sni refused the hello (cert is nil).
+	noSNIMatch bool
 }
 
 // selectCertificate serves a handshake its certificate (see
@@ -263,7 +379,9 @@ type certPick struct {
 // stapled without a valid response fails the handshake.
 func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	i := 0
-	if len(s.served) > 1 {
+	if pinned, ok := s.pinned(hello.Conn); ok {
+		i = pinned
+	} else if len(s.served) > 1 {
 		i = s.certificateIndex(hello)
 	}
 	cert := &s.served[i]
@@ -349,11 +467,20 @@ func (s *Server) HandshakeState(ctx context.Context, c net.Conn, st *Stats) (*tl
 	}
 	tc := tls.Server(c, s.cfg)
 	err := tc.HandshakeContext(ctx)
+	if s.perCert != nil {
+		// A handshake that failed before asking for its certificate
+		// leaves its pin.
+		s.chosen.Delete(c)
+	}
 	local := s.served[0].Leaf
 	if v, ok := s.picks.LoadAndDelete(c); ok {
 		p := v.(certPick)
-		local = p.cert.Leaf
-		st.ocsp(p.ocsp)
+		if p.noSNIMatch {
+			st.noSNIMatch()
+		} else {
+			local = p.cert.Leaf
+			st.ocsp(p.ocsp)
+		}
 	}
 	if err != nil {
 		st.failed(err)

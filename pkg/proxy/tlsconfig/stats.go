@@ -19,6 +19,9 @@ type Stats struct {
 	handshake, connectionError, sessionReused    *stats.Counter
 	noCertificate                                *stats.Counter
 	failNoCert, failError, failSAN, failCertHash *stats.Counter
+	// scope makes fail_no_sni_match on first use: only listeners with
+	// require_sni ever have it.
+	scope stats.Scope
 	// OCSP stapling: handshakes whose client asked for a staple, and
 	// whether it got one, went without, or failed for want of one.
 	ocspRequests, ocspResponses, ocspOmitted, ocspFailed *stats.Counter
@@ -76,6 +79,7 @@ func NewStats(scope stats.Scope) *Stats {
 		failError:       scope.Counter("fail_verify_error"),
 		failSAN:         scope.Counter("fail_verify_san"),
 		failCertHash:    scope.Counter("fail_verify_cert_hash"),
+		scope:           scope,
 		ocspRequests:    scope.Counter("ocsp_staple_requests"),
 		ocspResponses:   scope.Counter("ocsp_staple_responses"),
 		ocspOmitted:     scope.Counter("ocsp_staple_omitted"),
@@ -83,6 +87,14 @@ func NewStats(scope stats.Scope) *Stats {
 		ciphers:         newNegotiated(scope, "ciphers.", cipherName),
 		versions:        newNegotiated(scope, "versions.", versionNames),
 		curves:          newNegotiated(scope, "curves.", curveNames),
+	}
+}
+
+// noSNIMatch counts a handshake that require_sni refused (the failure
+// itself is counted by failed, as connection_error).
+func (s *Stats) noSNIMatch() {
+	if s != nil {
+		s.scope.Counter("fail_no_sni_match").Inc()
 	}
 }
 

@@ -56,6 +56,9 @@ type sanMatcher struct {
 // validator does.
 type validator struct {
 	roots *x509.CertPool // nil: any certificate (no trusted_ca)
+	// systemRoots: roots are the system's (system_root_certs), whose
+	// names a server does not list in its CertificateRequest.
+	systemRoots bool
 	// firstCA is trusted_ca's first certificate, which /certs shows.
 	firstCA      *loadedCert
 	sans         []sanMatcher
@@ -121,6 +124,11 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 			for _, c := range cas {
 				v.roots.AddCert(c)
 			}
+		}
+	}
+	if vc.GetTrustedCa() == nil && vc.GetSystemRootCerts() != nil {
+		if err := v.useSystemRoots(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if ds := vc.GetCrl(); ds != nil {
