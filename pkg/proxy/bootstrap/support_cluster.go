@@ -62,6 +62,10 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// Every host's connections drain when hosts join or leave
 	// (pkg/proxy/cluster, hostsetchange.go).
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.close_connections_on_host_set_change": {},
+	// New hosts of STRICT_DNS and EDS clusters wait for their first
+	// check, excluded from the balancer's counts (pkg/proxy/healthcheck
+	// PendingNewHosts, pkg/proxy/lb splitHealth).
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ignore_new_hosts_until_first_hc": {},
 	// 0s only (pkg/proxy/cluster refuses a window): updates apply at once.
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.update_merge_window": {},
 	"envoy.type.v3.Percent.value":                                        {},

@@ -205,7 +205,12 @@ func (a *aggregateState) linearize() *linearized {
 			lh := lb.LevelHosts{Total: len(hosts), OverprovisioningFactor: pol.factor, Weighted: pol.weighted}
 			for _, h := range hosts {
 				w := uint64(h.Weight)
-				lh.TotalWeight += w
+				if h.Excluded() {
+					// Left out of the ratios, as Envoy's excluded hosts.
+					lh.Total--
+				} else {
+					lh.TotalWeight += w
+				}
 				switch {
 				case !h.Healthy():
 				case h.Degraded():

@@ -289,6 +289,18 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	errs = append(errs, errList...)
 	s.hc, errList = buildHealthCheck(c, s, isOrigDst)
 	errs = append(errs, errList...)
+	if c.GetCommonLbConfig().GetIgnoreNewHostsUntilFirstHc() {
+		// Envoy marks the hosts its dynamic clusters add; a STATIC
+		// cluster's hosts are there from the start.
+		switch t := c.GetType(); {
+		case s.hc == nil:
+			s.notes = append(s.notes, "common_lb_config.ignore_new_hosts_until_first_hc has no effect without health_checks (as in Envoy)")
+		case c.GetClusterType() == nil && (t == clusterv3.Cluster_STRICT_DNS || t == clusterv3.Cluster_EDS):
+			s.hc.PendingNewHosts = true
+		default:
+			s.notes = append(s.notes, fmt.Sprintf("common_lb_config.ignore_new_hosts_until_first_hc has no effect on a %s cluster, whose hosts do not come and go by discovery (as in Envoy)", t))
+		}
+	}
 	s.ignoreHealthOnRemoval = c.GetIgnoreHealthOnHostRemoval()
 	s.closeOnHealthFailure = c.GetCloseConnectionsOnHostHealthFailure()
 	s.closeOnSetChange = c.GetCommonLbConfig().GetCloseConnectionsOnHostSetChange()
