@@ -234,8 +234,8 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// (pkg/proxy/cluster, budget_window.go).
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.budget_interval": {},
 
-	// Outlier detection (pkg/proxy/outlier); monitors (extensions) and
-	// detect_degraded_hosts are refused. The bootstrap's event log is
+	// Outlier detection (pkg/proxy/outlier); monitors (extensions) are
+	// refused. The bootstrap's event log is
 	// cluster_manager.outlier_detection.event_log_path.
 	"envoy.config.cluster.v3.Cluster.outlier_detection":                                    {},
 	"envoy.config.cluster.v3.OutlierDetection.consecutive_5xx":                             {},
@@ -262,9 +262,11 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.OutlierDetection.max_ejection_time_jitter":                    {},
 	"envoy.config.cluster.v3.OutlierDetection.successful_active_health_check_uneject_host": {},
 	"envoy.config.cluster.v3.OutlierDetection.always_eject_one_host":                       {},
-	"envoy.config.bootstrap.v3.Bootstrap.cluster_manager":                                  {},
-	"envoy.config.bootstrap.v3.ClusterManager.outlier_detection":                           {},
-	"envoy.config.bootstrap.v3.ClusterManager.OutlierDetection.event_log_path":             {},
+	// x-envoy-degraded from an upstream degrades its host (pkg/proxy/outlier, degraded.go).
+	"envoy.config.cluster.v3.OutlierDetection.detect_degraded_hosts":           {},
+	"envoy.config.bootstrap.v3.Bootstrap.cluster_manager":                      {},
+	"envoy.config.bootstrap.v3.ClusterManager.outlier_detection":               {},
+	"envoy.config.bootstrap.v3.ClusterManager.OutlierDetection.event_log_path": {},
 	// Load reports to a Load Reporting Service over gRPC (pkg/proxy/loadreport);
 	// the semantic check requires a gRPC source.
 	"envoy.config.bootstrap.v3.ClusterManager.load_stats_config": {},
