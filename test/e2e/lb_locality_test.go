@@ -239,6 +239,31 @@ var _ = Describe("Zone-aware routing", func() {
 		Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("0"))
 	})
 
+	It("keeps every request in the proxy's zone with force_local_zone, where the shares would spill a quarter to other zones", func() {
+		port := freePort()
+		cfg, _ := zoneSpec(port, 2, 1, `load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.round_robin, typed_config: {
+			"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin,
+			locality_lb_config: {zone_aware_lb_config: {force_local_zone: {min_size: 3}}}}}}]}, `)
+		s := Start(newDir(), cfg)
+		// Zone a has three healthy hosts, min_size's three.
+		got := zoneOf(servedBy(port, 200, "/"))
+		Expect(got).To(Equal(map[string]int{"a": 200}))
+		Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("200"))
+		Expect(statValue(s, "cluster.web.lb_zone_routing_cross_zone")).To(Equal("0"))
+	})
+
+	It("falls back to the shares when the local zone has fewer healthy hosts than force_local_zone's min_size", func() {
+		port := freePort()
+		cfg, _ := zoneSpec(port, 2, 1, `load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.round_robin, typed_config: {
+			"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin,
+			locality_lb_config: {zone_aware_lb_config: {force_local_zone: {min_size: 4}}}}}}]}, `)
+		s := Start(newDir(), cfg)
+		got := zoneOf(servedBy(port, 800, "/"))
+		Expect(got["a"]).To(about(600, 60))
+		Expect(got["b"]).To(about(200, 60))
+		Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("0"))
+	})
+
 	It("does not route by zone when the upstream cluster is smaller than min_cluster_size", func() {
 		port := freePort()
 		cfg, _ := zoneSpec(port, 1, 1, "common_lb_config: {zone_aware_lb_config: {min_cluster_size: 7}}, ")
