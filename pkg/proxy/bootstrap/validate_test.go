@@ -115,8 +115,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"hds_config: not supported by Outrigger"},
 		},
 		"cluster field": {
-			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {detect_degraded_hosts: true}}]}",
-			want:    []string{"static_resources.clusters[0].outlier_detection.detect_degraded_hosts: not supported by Outrigger"},
+			overlay: "static_resources: {clusters: [{name: backend, connection_pool_per_downstream_connection: true}]}",
+			want:    []string{"static_resources.clusters[0].connection_pool_per_downstream_connection: not supported by Outrigger"},
 		},
 		"outlier detection nonsense": {
 			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {max_ejection_percent: 101, enforcing_success_rate: 200, interval: 0s}}]}",

@@ -216,6 +216,11 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	case p == clusterv3.Cluster_CLUSTER_PROVIDED && c.GetLoadBalancingPolicy() == nil:
 		errs = append(errs, configErrorf("lb_policy", "CLUSTER_PROVIDED is only valid for a cluster type that provides its load balancer (ORIGINAL_DST); %s does not", c.GetType()))
 	default:
+		if typedClusterProvided(c) {
+			// Envoy's cluster manager's words.
+			errs = append(errs, configErrorf("load_balancing_policy", "cluster provided LB specified but cluster %q did not provide one. Check cluster documentation.", c.GetName()))
+			break
+		}
 		var perrs []error
 		s.policy, perrs = lb.ForCluster(c, reg)
 		s.hashPolicy = lb.HashPolicyOf(s.policy)
