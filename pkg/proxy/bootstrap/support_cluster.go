@@ -71,10 +71,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.type.v3.Percent.value":                                        {},
 
 	// Load balancers (pkg/proxy/lb): lb_policy with its configuration,
-	// or the typed load_balancing_policy. Not implemented, so refused
-	// with their path: the typed ring hash and maglev configs'
-	// locality_weighted_lb_config (refused by pkg/proxy/lb, as the legacy
-	// one is with them by pkg/proxy/cluster).
+	// or the typed load_balancing_policy.
 	"envoy.config.cluster.v3.Cluster.lb_policy":                                                         {values: []string{"ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM", "MAGLEV", "CLUSTER_PROVIDED", "LOAD_BALANCING_POLICY_CONFIG"}},
 	"envoy.config.cluster.v3.Cluster.round_robin_lb_config":                                             {},
 	"envoy.config.cluster.v3.Cluster.RoundRobinLbConfig.slow_start_config":                              {},
@@ -100,19 +97,22 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.LoadBalancingPolicy.policies":                                              {firstOfCategory: "envoy.load_balancing_policies"},
 	"envoy.config.cluster.v3.LoadBalancingPolicy.Policy.typed_extension_config":                         {},
 	// The typed policies (envoy.load_balancing_policies.*).
-	"envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin.slow_start_config":                  {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.choice_count":                   {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.active_request_bias":            {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.slow_start_config":              {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.enable_full_scan":               {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.selection_method":               {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.hash_function":                          {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.minimum_ring_size":                      {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.maximum_ring_size":                      {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.use_hostname_for_hashing":               {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.consistent_hashing_lb_config":           {},
-	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.table_size":                                  {},
-	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.consistent_hashing_lb_config":                {},
+	"envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin.slow_start_config":        {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.choice_count":         {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.active_request_bias":  {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.slow_start_config":    {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.enable_full_scan":     {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.selection_method":     {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.hash_function":                {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.minimum_ring_size":            {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.maximum_ring_size":            {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.use_hostname_for_hashing":     {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.consistent_hashing_lb_config": {},
+	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.table_size":                        {},
+	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.consistent_hashing_lb_config":      {},
+	// Locality weights folded into the ring or table (pkg/proxy/lb, hashlocality.go).
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.locality_weighted_lb_config":            {},
+	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.locality_weighted_lb_config":                 {},
 	"envoy.extensions.load_balancing_policies.common.v3.SlowStartConfig.slow_start_window":                  {},
 	"envoy.extensions.load_balancing_policies.common.v3.SlowStartConfig.aggression":                         {},
 	"envoy.extensions.load_balancing_policies.common.v3.SlowStartConfig.min_weight_percent":                 {},

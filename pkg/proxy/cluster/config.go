@@ -258,11 +258,15 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	}
 	if s.lb.LocalityWeighted && s.policy != nil && s.policy.HashBased() {
 		// Envoy folds the locality weights into one ring (or table) over
-		// the level; Outrigger's locality layer would pick a locality
-		// first and break the hash's stickiness.
-		errs = append(errs, configErrorf("common_lb_config.locality_weighted_lb_config", "not supported by Outrigger with %s (locality weights are not folded into the hash ring yet)", s.policy.Name()))
+		// the level, rather than picking a locality first, which would
+		// break the hash's stickiness.
+		s.policy = lb.WithLocalityWeights(s.policy)
+		s.lb.LocalityWeighted = false
 	}
 	errs = append(errs, s.buildSubsets(c)...)
+	if s.subsets != nil && lb.FoldsLocalityWeights(s.policy) {
+		errs = append(errs, configErrorf("lb_subset_config", "not supported by Outrigger with %s and locality weights (the subsets' rings or tables would not weigh their localities as Envoy's do)", s.policy.Name()))
+	}
 
 	var errList []error
 	s.protocol, errList = buildProtocol(c, reg)
