@@ -116,7 +116,9 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"cluster field": {
 			overlay: "static_resources: {clusters: [{name: backend, connection_pool_per_downstream_connection: true}]}",
-			want:    []string{"static_resources.clusters[0].connection_pool_per_downstream_connection: not supported by Outrigger"},
+			want: []string{"static_resources.clusters[0].connection_pool_per_downstream_connection: not supported by Outrigger: " +
+				"Envoy then makes a connection pool for each downstream connection and closes it with that connection; " +
+				"Outrigger's HTTP/1.1 pools are one per host and its HTTP/2 connections Go's transport's"},
 		},
 		"outlier detection nonsense": {
 			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {max_ejection_percent: 101, enforcing_success_rate: 200, interval: 0s}}]}",
