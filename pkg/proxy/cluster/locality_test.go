@@ -303,10 +303,12 @@ func TestLocalityFromTypedForceAndBasis(t *testing.T) {
 		force    uint32
 		byWeight bool
 	}{
-		"neither":             {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{}},
-		"force_local_zone":    {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalZone: &commonv3.LocalityLbConfig_ZoneAwareLbConfig_ForceLocalZone{}}, force: 1},
-		"min_size":            {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalZone: &commonv3.LocalityLbConfig_ZoneAwareLbConfig_ForceLocalZone{MinSize: wrapperspb.UInt32(3)}}, force: 3},
-		"direct routing":      {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalityDirectRouting: true}, force: 1},
+		"neither":          {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{}},
+		"force_local_zone": {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalZone: &commonv3.LocalityLbConfig_ZoneAwareLbConfig_ForceLocalZone{}}, force: 1},
+		"min_size":         {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalZone: &commonv3.LocalityLbConfig_ZoneAwareLbConfig_ForceLocalZone{MinSize: wrapperspb.UInt32(3)}}, force: 3},
+		//lint:ignore SA1019 the deprecated field is still honoured, as min_size 1
+		"direct routing": {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalityDirectRouting: true}, force: 1},
+		//lint:ignore SA1019 the deprecated field is still honoured, superseded by force_local_zone
 		"both, min_size wins": {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalityDirectRouting: true, ForceLocalZone: &commonv3.LocalityLbConfig_ZoneAwareLbConfig_ForceLocalZone{MinSize: wrapperspb.UInt32(4)}}, force: 4},
 		"by weight":           {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{LocalityBasis: commonv3.LocalityLbConfig_ZoneAwareLbConfig_HEALTHY_HOSTS_WEIGHT}, byWeight: true},
 	} {

@@ -42,11 +42,6 @@ func wrongType(want, got proto.Message) []error {
 	return []error{fieldErrorf("", "expected %s, got %s", proto.MessageName(want), proto.MessageName(got))}
 }
 
-// notSupported is the refusal of a field Outrigger does not implement.
-func notSupported(path, why string) error {
-	return fieldErrorf(path, "not supported by Outrigger (%s)", why)
-}
-
 // Compile checks a RoundRobin.
 func (RoundRobinFactory) Compile(cfg proto.Message) (Policy, []error) {
 	c, ok := cfg.(*roundrobinv3.RoundRobin)
