@@ -376,3 +376,35 @@ func TestZoneRoutingAcrossUpdates(t *testing.T) {
 		t.Errorf("locality weights after an update, shares (-want +got):\n%s", diff)
 	}
 }
+
+// TestForceLocalZoneRuntime: the runtime key
+// upstream.zone_routing.force_local_zone.min_size, above 0, forces
+// local-zone routing with its minimum, over the configuration's (or
+// without one), as Envoy reads it.
+func TestForceLocalZoneRuntime(t *testing.T) {
+	for name, tc := range map[string]struct {
+		rt     string
+		config uint32
+		direct bool
+	}{
+		"runtime alone":                  {rt: "1", direct: true},
+		"runtime above the zone's hosts": {rt: "2", config: 1},
+		"runtime 0: the configuration":   {rt: "0", config: 1, direct: true},
+	} {
+		rt, err := runtime.New(&bootstrapv3.LayeredRuntime{}, runtime.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Modify(map[string]string{RuntimeForceLocalZoneMinSize: tc.rt}); err != nil {
+			t.Fatal(err)
+		}
+		b := New([][]*upstream.Host{spread("a", 1, "b", 9)}, Config{
+			Local: localZone,
+			Zone: &ZoneConfig{LocalHosts: spread("a", 1, "b", 4), RoutingEnabled: 100, MinClusterSize: DefaultMinClusterSize,
+				ForceLocalZoneMinSize: tc.config, Runtime: rt.Snapshot},
+		})
+		if b.zone == nil || b.zone.direct != tc.direct {
+			t.Errorf("%s: zone routing %+v, want direct %v", name, b.zone, tc.direct)
+		}
+	}
+}
