@@ -1,46 +1,14 @@
 package e2e
 
 import (
-	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
-
-// silentListener accepts connections on loopback and never answers on
-// them, until the spec ends: a health check to it waits for its timeout.
-func silentListener() int {
-	GinkgoHelper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	DeferCleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // answersByBody sends n GETs to addr on new connections and counts the
 // answers by body.
@@ -57,7 +25,8 @@ func answersByBody(addr string, n int) map[string]int {
 var _ = Describe("Load balancing: excluded hosts", func() {
 	It("keeps a host EDS adds out of the balancer's counts until its first health check (ignore_new_hosts_until_first_hc)", func() {
 		a, c := newHCUpstream("A"), newHCUpstream("C")
-		silent := silentListener()
+		// A port that never accepts: the host's check waits for its timeout.
+		silent := holdPort()
 		m := startManagementServer()
 		ingress := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{routeToCluster("eds_ingress", "backend")}})}
 		cl := edsCluster("backend", "backend-svc", "")

@@ -267,30 +267,27 @@ var _ = Describe("Zone-aware routing", func() {
 		Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("0"))
 	})
 
-	It("keeps every request in the proxy's zone with force_local_zone, where the shares would spill a quarter to other zones", func() {
-		port := freePort()
-		cfg, _ := zoneSpec(port, 2, 1, `load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.round_robin, typed_config: {
+	DescribeTable("force_local_zone keeps every request in the proxy's zone while it has min_size healthy hosts, where the shares would spill a quarter to other zones",
+		func(minSize int, allLocal bool) {
+			port := freePort()
+			cfg, _ := zoneSpec(port, 2, 1, fmt.Sprintf(`load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.round_robin, typed_config: {
 			"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin,
-			locality_lb_config: {zone_aware_lb_config: {force_local_zone: {min_size: 3}}}}}}]}, `)
-		s := Start(newDir(), cfg)
-		// Zone a has three healthy hosts, min_size's three.
-		got := zoneOf(servedBy(port, 200, "/"))
-		Expect(got).To(Equal(map[string]int{"a": 200}))
-		Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("200"))
-		Expect(statValue(s, "cluster.web.lb_zone_routing_cross_zone")).To(Equal("0"))
-	})
-
-	It("falls back to the shares when the local zone has fewer healthy hosts than force_local_zone's min_size", func() {
-		port := freePort()
-		cfg, _ := zoneSpec(port, 2, 1, `load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.round_robin, typed_config: {
-			"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin,
-			locality_lb_config: {zone_aware_lb_config: {force_local_zone: {min_size: 4}}}}}}]}, `)
-		s := Start(newDir(), cfg)
-		got := zoneOf(servedBy(port, 800, "/"))
-		Expect(got["a"]).To(about(600, 60))
-		Expect(got["b"]).To(about(200, 60))
-		Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("0"))
-	})
+			locality_lb_config: {zone_aware_lb_config: {force_local_zone: {min_size: %d}}}}}}]}, `, minSize))
+			s := Start(newDir(), cfg)
+			got := zoneOf(servedBy(port, 800, "/"))
+			if allLocal {
+				Expect(got).To(Equal(map[string]int{"a": 800}))
+				Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("800"))
+				return
+			}
+			Expect(got["a"]).To(about(600, 60))
+			Expect(got["b"]).To(about(200, 60))
+			Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("0"))
+		},
+		// Zone a has three healthy hosts.
+		Entry("min_size 3", 3, true),
+		Entry("min_size 4: the shares again", 4, false),
+	)
 
 	It("does not route by zone when the upstream cluster is smaller than min_cluster_size", func() {
 		port := freePort()
