@@ -145,6 +145,34 @@ var _ = Describe("Locality-weighted load balancing", func() {
 		Entry("half of b's hosts draining", true, 129, 271, 0),
 	)
 
+	DescribeTable("folds the locality weights into a ring hash or maglev policy's ring or table, as Envoy",
+		func(lbFields string) {
+			h := startLBHosts("a1", "b1", "b2", "b3")
+			port := freePort()
+			Start(newDir(), proxySpec{
+				Port:   port,
+				Routes: `[{match: {prefix: /}, route: {cluster: web, hash_policy: [{header: {header_name: x-user}}]}}]`,
+				Clusters: []proxyCluster{{Name: "web", Extra: "{" + lbFields + ", " + endpoints(
+					locality("a", 3, h["a1"].endpoint("")),
+					locality("b", 1, h["b1"].endpoint(""), h["b2"].endpoint(""), h["b3"].endpoint("")),
+				) + "}"}},
+			}.YAML())
+			// a's one host has 3/4 of the hashes (by host count it would
+			// have 1/4); each user sticks to a host.
+			byZone := map[string]int{}
+			for u := range 200 {
+				got := servedByWith(port, 2, "/", http.Header{"X-User": {fmt.Sprint("user-", u)}})
+				Expect(got).To(HaveLen(1), "user %d moved between hosts: %v", u, got)
+				for name := range got {
+					byZone[name[:1]]++
+				}
+			}
+			Expect(byZone["a"]).To(about(150, 25))
+		},
+		Entry("ring hash, common_lb_config's", "lb_policy: RING_HASH, common_lb_config: {locality_weighted_lb_config: {}}"),
+		Entry("maglev, the typed policy's", `load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.maglev, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.maglev.v3.Maglev, locality_weighted_lb_config: {}}}}]}`),
+	)
+
 	It("lists the locality weights in /config_dump and refuses a weight outside 1 to 100", func() {
 		h := startLBHosts("a1")
 		port := freePort()
@@ -238,6 +266,28 @@ var _ = Describe("Zone-aware routing", func() {
 		Expect(cross).To(Equal(fmt.Sprint(got["b"])))
 		Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("0"))
 	})
+
+	DescribeTable("force_local_zone keeps every request in the proxy's zone while it has min_size healthy hosts, where the shares would spill a quarter to other zones",
+		func(minSize int, allLocal bool) {
+			port := freePort()
+			cfg, _ := zoneSpec(port, 2, 1, fmt.Sprintf(`load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.round_robin, typed_config: {
+			"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin,
+			locality_lb_config: {zone_aware_lb_config: {force_local_zone: {min_size: %d}}}}}}]}, `, minSize))
+			s := Start(newDir(), cfg)
+			got := zoneOf(servedBy(port, 800, "/"))
+			if allLocal {
+				Expect(got).To(Equal(map[string]int{"a": 800}))
+				Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("800"))
+				return
+			}
+			Expect(got["a"]).To(about(600, 60))
+			Expect(got["b"]).To(about(200, 60))
+			Expect(statValue(s, "cluster.web.lb_zone_routing_all_directly")).To(Equal("0"))
+		},
+		// Zone a has three healthy hosts.
+		Entry("min_size 3", 3, true),
+		Entry("min_size 4: the shares again", 4, false),
+	)
 
 	It("does not route by zone when the upstream cluster is smaller than min_cluster_size", func() {
 		port := freePort()

@@ -133,4 +133,34 @@ static_resources:
 		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[1].load_assignment: ORIGINAL_DST clusters must have no load assignment configured"))
 		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[2].original_dst_lb_config.metadata_key.path[0].key: "))
 	})
+
+	It("takes the typed cluster_provided policy as lb_policy CLUSTER_PROVIDED, and a cluster type without a balancer of its own refuses it", func() {
+		up := startUpstream(false)
+		httpPort, tcpPort := freePort(), freePort()
+		cfg := strings.Replace(originalDstBootstrap(httpPort, tcpPort), "    original_dst_lb_config: {use_http_header: true}",
+			"    original_dst_lb_config: {use_http_header: true}\n"+
+				"    load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.cluster_provided, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.load_balancing_policies.cluster_provided.v3.ClusterProvided}}}]}", 1)
+		Expect(cfg).To(ContainSubstring("cluster_provided.v3.ClusterProvided"))
+		s := Start(newDir(), cfg)
+		s.WaitLive()
+		client := &http.Client{Timeout: 5 * time.Second}
+		r := httpDo(client, http.MethodGet, listenerURL(httpPort, "/"), nil, http.Header{"X-Envoy-Original-Dst-Host": {fmt.Sprintf("127.0.0.1:%d", up.port)}})
+		Expect(r.Status).To(Equal(http.StatusOK))
+		Expect(statValue(s, "cluster.dst.upstream_rq_total")).To(Equal("1"))
+
+		v := Run("--mode", "validate", "--config-yaml", `
+static_resources:
+  clusters:
+  - name: st
+    load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.cluster_provided, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.cluster_provided.v3.ClusterProvided}}}]}
+    load_assignment: {cluster_name: st, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}
+  - name: od
+    type: ORIGINAL_DST
+    lb_policy: CLUSTER_PROVIDED
+    load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.round_robin, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin}}}]}
+`)
+		Expect(v.ExitCode).To(Equal(1))
+		Expect(v.Stderr).To(ContainSubstring(`static_resources.clusters[0].load_balancing_policy: cluster provided LB specified but cluster "st" did not provide one`))
+		Expect(v.Stderr).To(ContainSubstring("static_resources.clusters[1].load_balancing_policy: an ORIGINAL_DST cluster balances by its own rules: only envoy.load_balancing_policies.cluster_provided is allowed"))
+	})
 })

@@ -67,15 +67,16 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// Every host's connections drain when hosts join or leave
 	// (pkg/proxy/cluster, hostsetchange.go).
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.close_connections_on_host_set_change": {},
+	// New hosts of STRICT_DNS and EDS clusters wait for their first
+	// check, excluded from the balancer's counts (pkg/proxy/healthcheck
+	// PendingNewHosts, pkg/proxy/lb splitHealth).
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ignore_new_hosts_until_first_hc": {},
 	// 0s only (pkg/proxy/cluster refuses a window): updates apply at once.
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.update_merge_window": {},
 	"envoy.type.v3.Percent.value":                                        {},
 
 	// Load balancers (pkg/proxy/lb): lb_policy with its configuration,
-	// or the typed load_balancing_policy. Not implemented, so refused
-	// with their path: the typed ring hash and maglev configs'
-	// locality_weighted_lb_config (refused by pkg/proxy/lb, as the legacy
-	// one is with them by pkg/proxy/cluster).
+	// or the typed load_balancing_policy.
 	"envoy.config.cluster.v3.Cluster.lb_policy":                                                         {values: []string{"ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM", "MAGLEV", "CLUSTER_PROVIDED", "LOAD_BALANCING_POLICY_CONFIG"}},
 	"envoy.config.cluster.v3.Cluster.round_robin_lb_config":                                             {},
 	"envoy.config.cluster.v3.Cluster.RoundRobinLbConfig.slow_start_config":                              {},
@@ -101,19 +102,22 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.LoadBalancingPolicy.policies":                                              {firstOfCategory: "envoy.load_balancing_policies"},
 	"envoy.config.cluster.v3.LoadBalancingPolicy.Policy.typed_extension_config":                         {},
 	// The typed policies (envoy.load_balancing_policies.*).
-	"envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin.slow_start_config":                  {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.choice_count":                   {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.active_request_bias":            {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.slow_start_config":              {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.enable_full_scan":               {},
-	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.selection_method":               {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.hash_function":                          {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.minimum_ring_size":                      {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.maximum_ring_size":                      {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.use_hostname_for_hashing":               {},
-	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.consistent_hashing_lb_config":           {},
-	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.table_size":                                  {},
-	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.consistent_hashing_lb_config":                {},
+	"envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin.slow_start_config":        {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.choice_count":         {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.active_request_bias":  {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.slow_start_config":    {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.enable_full_scan":     {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.selection_method":     {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.hash_function":                {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.minimum_ring_size":            {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.maximum_ring_size":            {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.use_hostname_for_hashing":     {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.consistent_hashing_lb_config": {},
+	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.table_size":                        {},
+	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.consistent_hashing_lb_config":      {},
+	// Locality weights folded into the ring or table (pkg/proxy/lb, hashlocality.go).
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.locality_weighted_lb_config":            {},
+	"envoy.extensions.load_balancing_policies.maglev.v3.Maglev.locality_weighted_lb_config":                 {},
 	"envoy.extensions.load_balancing_policies.common.v3.SlowStartConfig.slow_start_window":                  {},
 	"envoy.extensions.load_balancing_policies.common.v3.SlowStartConfig.aggression":                         {},
 	"envoy.extensions.load_balancing_policies.common.v3.SlowStartConfig.min_weight_percent":                 {},
@@ -235,8 +239,8 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// (pkg/proxy/cluster, budget_window.go).
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.budget_interval": {},
 
-	// Outlier detection (pkg/proxy/outlier); monitors (extensions) and
-	// detect_degraded_hosts are refused. The bootstrap's event log is
+	// Outlier detection (pkg/proxy/outlier); monitors (extensions) are
+	// refused. The bootstrap's event log is
 	// cluster_manager.outlier_detection.event_log_path.
 	"envoy.config.cluster.v3.Cluster.outlier_detection":                                    {},
 	"envoy.config.cluster.v3.OutlierDetection.consecutive_5xx":                             {},
@@ -263,9 +267,11 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.OutlierDetection.max_ejection_time_jitter":                    {},
 	"envoy.config.cluster.v3.OutlierDetection.successful_active_health_check_uneject_host": {},
 	"envoy.config.cluster.v3.OutlierDetection.always_eject_one_host":                       {},
-	"envoy.config.bootstrap.v3.Bootstrap.cluster_manager":                                  {},
-	"envoy.config.bootstrap.v3.ClusterManager.outlier_detection":                           {},
-	"envoy.config.bootstrap.v3.ClusterManager.OutlierDetection.event_log_path":             {},
+	// x-envoy-degraded from an upstream degrades its host (pkg/proxy/outlier, degraded.go).
+	"envoy.config.cluster.v3.OutlierDetection.detect_degraded_hosts":           {},
+	"envoy.config.bootstrap.v3.Bootstrap.cluster_manager":                      {},
+	"envoy.config.bootstrap.v3.ClusterManager.outlier_detection":               {},
+	"envoy.config.bootstrap.v3.ClusterManager.OutlierDetection.event_log_path": {},
 	// Load reports to a Load Reporting Service over gRPC (pkg/proxy/loadreport);
 	// the semantic check requires a gRPC source.
 	"envoy.config.bootstrap.v3.ClusterManager.load_stats_config": {},

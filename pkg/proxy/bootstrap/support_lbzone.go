@@ -27,6 +27,12 @@ var supportedLocality = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.routing_enabled":       {},
 	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.min_cluster_size":      {},
 	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.fail_traffic_on_panic": {},
+	// Local-zone routing forced, and the localities' shares by weight
+	// (pkg/proxy/lb, zone.go).
+	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.force_local_zone":              {},
+	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.ForceLocalZone.min_size":       {},
+	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.force_locality_direct_routing": {},
+	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.locality_basis":                {values: []string{"HEALTHY_HOSTS_NUM", "HEALTHY_HOSTS_WEIGHT"}},
 
 	// Load-balancer subsets, from endpoint metadata under envoy.lb.
 	"envoy.config.cluster.v3.Cluster.lb_subset_config":                                       {},

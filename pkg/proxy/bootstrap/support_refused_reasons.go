@@ -10,8 +10,16 @@ var refusedWhy = map[protoreflect.FullName]string{
 		"Envoy's predictive preconnecting opens connections on the hosts its balancer would pick next, which " +
 		"Outrigger's balancers do not predict; per_upstream_preconnect_ratio is supported",
 	"envoy.config.cluster.v3.TrackClusterStats.per_endpoint_stats": "not supported by Outrigger: " +
-		"Envoy's per-endpoint stats (cluster.<name>.endpoint.<address>.*) are not kept; " +
-		"timeout_budgets and request_response_sizes are",
+		"Envoy renders its per-endpoint stats (cluster.<name>.endpoint.<address>.*) from the live hosts at each " +
+		"/stats, /stats/prometheus and sink flush, where Outrigger's renderers read only its stat store, which keeps " +
+		"a stat once made; timeout_budgets and request_response_sizes are supported",
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_connection_pools": "not supported by Outrigger: " +
+		"Envoy's limit counts the connection pools its workers make on demand per host, protocol and socket " +
+		"options and free when idle; Outrigger's HTTP/1.1 pools are one per host, made with the host set, and its " +
+		"HTTP/2 connections Go's transport's, so there is nothing for the limit to count",
+	"envoy.config.cluster.v3.Cluster.connection_pool_per_downstream_connection": "not supported by Outrigger: " +
+		"Envoy then makes a connection pool for each downstream connection and closes it with that connection; " +
+		"Outrigger's HTTP/1.1 pools are one per host and its HTTP/2 connections Go's transport's",
 	"envoy.config.bootstrap.v3.Bootstrap.enable_dispatcher_stats": "not supported by Outrigger: " +
 		"Envoy's dispatcher stats time each turn of a worker's event loop (loop_duration_us) and the lateness of its " +
 		"polls (poll_delay_us); Outrigger's workers are goroutines scheduled by the Go runtime, with no event loop " +

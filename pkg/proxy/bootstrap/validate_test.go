@@ -115,8 +115,10 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"hds_config: not supported by Outrigger"},
 		},
 		"cluster field": {
-			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {detect_degraded_hosts: true}}]}",
-			want:    []string{"static_resources.clusters[0].outlier_detection.detect_degraded_hosts: not supported by Outrigger"},
+			overlay: "static_resources: {clusters: [{name: backend, connection_pool_per_downstream_connection: true}]}",
+			want: []string{"static_resources.clusters[0].connection_pool_per_downstream_connection: not supported by Outrigger: " +
+				"Envoy then makes a connection pool for each downstream connection and closes it with that connection; " +
+				"Outrigger's HTTP/1.1 pools are one per host and its HTTP/2 connections Go's transport's"},
 		},
 		"outlier detection nonsense": {
 			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {max_ejection_percent: 101, enforcing_success_rate: 200, interval: 0s}}]}",
@@ -142,9 +144,9 @@ func TestValidateSupport(t *testing.T) {
     {typed_extension_config: {name: unknown, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}},
     {typed_extension_config: {name: envoy.load_balancing_policies.ring_hash, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash, locality_weighted_lb_config: {}}}},
     {typed_extension_config: {name: never.read, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}]}}]}`,
-			want: []string{
-				"static_resources.clusters[1].load_balancing_policy.policies[1].typed_extension_config.typed_config.locality_weighted_lb_config: not supported by Outrigger",
-			},
+			// Every field of the chosen ring hash is supported (its
+			// locality_weighted_lb_config too): no error.
+			want: nil,
 		},
 		"cluster protocol options": {
 			overlay: `static_resources: {clusters: [{name: backend, typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, auto_config: {http3_protocol_options: {}}}}}]}`,

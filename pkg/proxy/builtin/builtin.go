@@ -95,6 +95,7 @@ import (
 	allowlistedv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/allow_listed_routes/v3"
 	previousroutesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/previous_routes/v3"
 	safeschemev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/safe_cross_scheme/v3"
+	clusterprovidedv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/cluster_provided/v3"
 	leastrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
 	maglevv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/maglev/v3"
 	randomv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/random/v3"
@@ -352,6 +353,7 @@ func Registry() *extension.Registry {
 		extension.Of(sessionenvelope.Name, sessionstate.Category, &sessionenvelopev3.EnvelopeSessionState{}, sessionenvelope.Factory{}),
 		extension.Of(sessionheader.Name, sessionstate.Category, &sessionheaderv3.HeaderBasedSessionState{}, sessionheader.Factory{}),
 
+		extension.Of(lb.ClusterProvidedName, lb.Category, &clusterprovidedv3.ClusterProvided{}, lb.ClusterProvidedFactory{}),
 		extension.Of(lb.LeastRequestName, lb.Category, &leastrequestv3.LeastRequest{}, lb.LeastRequestFactory{}),
 		extension.Of(lb.MaglevName, lb.Category, &maglevv3.Maglev{}, lb.MaglevFactory{}),
 		extension.Of(lb.RandomName, lb.Category, &randomv3.Random{}, lb.RandomFactory{}),

@@ -112,6 +112,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.internal_redirect_predicates proxy.internal_redirect_predicates.allow_listed_routes envoy.extensions.internal_redirect.allow_listed_routes.v3.AllowListedRoutesConfig",
 		"envoy.internal_redirect_predicates proxy.internal_redirect_predicates.previous_routes envoy.extensions.internal_redirect.previous_routes.v3.PreviousRoutesConfig",
 		"envoy.internal_redirect_predicates proxy.internal_redirect_predicates.safe_cross_scheme envoy.extensions.internal_redirect.safe_cross_scheme.v3.SafeCrossSchemeConfig",
+		"envoy.load_balancing_policies proxy.load_balancing_policies.cluster_provided envoy.extensions.load_balancing_policies.cluster_provided.v3.ClusterProvided",
 		"envoy.load_balancing_policies proxy.load_balancing_policies.least_request envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest",
 		"envoy.load_balancing_policies proxy.load_balancing_policies.maglev envoy.extensions.load_balancing_policies.maglev.v3.Maglev",
 		"envoy.load_balancing_policies proxy.load_balancing_policies.random envoy.extensions.load_balancing_policies.random.v3.Random",

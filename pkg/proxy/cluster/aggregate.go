@@ -67,9 +67,10 @@ func buildAggregate(c *clusterv3.Cluster) (*aggregateSettings, []error) {
 		}
 		seen[name] = true
 	}
-	if p := c.GetLbPolicy(); p != clusterv3.Cluster_CLUSTER_PROVIDED || c.GetLoadBalancingPolicy() != nil {
+	if p := c.GetLbPolicy(); !typedClusterProvided(c) && (p != clusterv3.Cluster_CLUSTER_PROVIDED || c.GetLoadBalancingPolicy() != nil) {
 		// Envoy's cluster manager: a cluster type that provides its load
-		// balancer needs lb_policy CLUSTER_PROVIDED.
+		// balancer needs lb_policy CLUSTER_PROVIDED (or the typed
+		// cluster_provided policy).
 		errs = append(errs, configErrorf("lb_policy", "cluster provided LB not specified but cluster %q provided one (the aggregate cluster needs lb_policy CLUSTER_PROVIDED)", c.GetName()))
 	}
 	// Fields of a cluster with hosts of its own, or of its connections:
@@ -205,7 +206,12 @@ func (a *aggregateState) linearize() *linearized {
 			lh := lb.LevelHosts{Total: len(hosts), OverprovisioningFactor: pol.factor, Weighted: pol.weighted}
 			for _, h := range hosts {
 				w := uint64(h.Weight)
-				lh.TotalWeight += w
+				if h.Excluded() {
+					// Left out of the ratios, as Envoy's excluded hosts.
+					lh.Total--
+				} else {
+					lh.TotalWeight += w
+				}
 				switch {
 				case !h.Healthy():
 				case h.Degraded():

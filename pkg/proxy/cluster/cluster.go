@@ -435,6 +435,9 @@ func (c *Cluster) lbConfig(hs, old *hostSet, ch *setChange) lb.Config {
 			RoutingEnabled: c.settings.zone.routingEnabled,
 			MinClusterSize: c.settings.zone.minClusterSize,
 			Runtime:        c.runtime,
+			ByWeight:       c.settings.zone.byWeight,
+
+			ForceLocalZoneMinSize: c.settings.zone.forceLocalZone,
 		}
 	}
 	now := c.clock()

@@ -216,6 +216,11 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	case p == clusterv3.Cluster_CLUSTER_PROVIDED && c.GetLoadBalancingPolicy() == nil:
 		errs = append(errs, configErrorf("lb_policy", "CLUSTER_PROVIDED is only valid for a cluster type that provides its load balancer (ORIGINAL_DST); %s does not", c.GetType()))
 	default:
+		if typedClusterProvided(c) {
+			// Envoy's cluster manager's words.
+			errs = append(errs, configErrorf("load_balancing_policy", "cluster provided LB specified but cluster %q did not provide one. Check cluster documentation.", c.GetName()))
+			break
+		}
 		var perrs []error
 		s.policy, perrs = lb.ForCluster(c, reg)
 		s.hashPolicy = lb.HashPolicyOf(s.policy)
@@ -253,11 +258,15 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	}
 	if s.lb.LocalityWeighted && s.policy != nil && s.policy.HashBased() {
 		// Envoy folds the locality weights into one ring (or table) over
-		// the level; Outrigger's locality layer would pick a locality
-		// first and break the hash's stickiness.
-		errs = append(errs, configErrorf("common_lb_config.locality_weighted_lb_config", "not supported by Outrigger with %s (locality weights are not folded into the hash ring yet)", s.policy.Name()))
+		// the level, rather than picking a locality first, which would
+		// break the hash's stickiness.
+		s.policy = lb.WithLocalityWeights(s.policy)
+		s.lb.LocalityWeighted = false
 	}
 	errs = append(errs, s.buildSubsets(c)...)
+	if s.subsets != nil && lb.FoldsLocalityWeights(s.policy) {
+		errs = append(errs, configErrorf("lb_subset_config", "not supported by Outrigger with %s and locality weights (the subsets' rings or tables would not weigh their localities as Envoy's do)", s.policy.Name()))
+	}
 
 	var errList []error
 	s.protocol, errList = buildProtocol(c, reg)
@@ -289,6 +298,18 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	errs = append(errs, errList...)
 	s.hc, errList = buildHealthCheck(c, s, isOrigDst)
 	errs = append(errs, errList...)
+	if c.GetCommonLbConfig().GetIgnoreNewHostsUntilFirstHc() {
+		// Envoy marks the hosts its dynamic clusters add; a STATIC
+		// cluster's hosts are there from the start.
+		switch t := c.GetType(); {
+		case s.hc == nil:
+			s.notes = append(s.notes, "common_lb_config.ignore_new_hosts_until_first_hc has no effect without health_checks (as in Envoy)")
+		case c.GetClusterType() == nil && (t == clusterv3.Cluster_STRICT_DNS || t == clusterv3.Cluster_EDS):
+			s.hc.PendingNewHosts = true
+		default:
+			s.notes = append(s.notes, fmt.Sprintf("common_lb_config.ignore_new_hosts_until_first_hc has no effect on a %s cluster, whose hosts do not come and go by discovery (as in Envoy)", t))
+		}
+	}
 	s.ignoreHealthOnRemoval = c.GetIgnoreHealthOnHostRemoval()
 	s.closeOnHealthFailure = c.GetCloseConnectionsOnHostHealthFailure()
 	s.closeOnSetChange = c.GetCommonLbConfig().GetCloseConnectionsOnHostSetChange()

@@ -41,8 +41,8 @@ func buildDFP(c *clusterv3.Cluster, cfg *dfpclusterv3.ClusterConfig, reg *extens
 	if p := c.GetLbPolicy(); p != clusterv3.Cluster_CLUSTER_PROVIDED {
 		errs = append(errs, configErrorf("lb_policy", "LB policy %s is not valid for Cluster type %s. Only 'CLUSTER_PROVIDED' is allowed with cluster type '%s'", p, c.GetClusterType().GetName(), c.GetClusterType().GetName()))
 	}
-	if c.GetLoadBalancingPolicy() != nil {
-		errs = append(errs, configErrorf("load_balancing_policy", "not supported by Outrigger on a dynamic_forward_proxy cluster, which balances by its own rules (lb_policy: CLUSTER_PROVIDED)"))
+	if otherPolicyOnProvider(c) {
+		errs = append(errs, configErrorf("load_balancing_policy", "a dynamic_forward_proxy cluster balances by its own rules: only envoy.load_balancing_policies.cluster_provided is allowed"))
 	}
 	if len(c.GetLoadAssignment().GetEndpoints()) > 0 {
 		errs = append(errs, configErrorf("load_assignment", "a dynamic_forward_proxy cluster's hosts come from its DNS cache; it takes no endpoints"))

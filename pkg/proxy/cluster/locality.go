@@ -20,6 +20,11 @@ import (
 type zoneSettings struct {
 	routingEnabled uint32
 	minClusterSize uint64
+	// forceLocalZone and byWeight are the typed policies' force_local_zone
+	// (or force_locality_direct_routing) and locality_basis (see
+	// lb.ZoneConfig).
+	forceLocalZone uint32
+	byWeight       bool
 }
 
 // localityLbConfig is the locality part of a load-balancing policy:
@@ -35,6 +40,12 @@ type localityLbConfig struct {
 	RoutingEnabled     *typev3.Percent
 	MinClusterSize     *wrapperspb.UInt64Value
 	FailTrafficOnPanic bool
+	// ForceLocalZone and ByWeight are the typed zone_aware_lb_config's
+	// alone: force_local_zone's min_size (1 when unset, and for
+	// force_locality_direct_routing), 0 when neither is set; locality_basis
+	// HEALTHY_HOSTS_WEIGHT.
+	ForceLocalZone uint32
+	ByWeight       bool
 }
 
 // localityFromCommon reads common_lb_config's locality settings.
@@ -45,7 +56,24 @@ func localityFromCommon(c *clusterv3.Cluster_CommonLbConfig) localityLbConfig {
 // localityFromTyped reads a typed round robin, least request or random
 // policy's locality_lb_config, which Envoy applies as common_lb_config's.
 func localityFromTyped(c *commonv3.LocalityLbConfig) localityLbConfig {
-	return localityFrom(c.GetLocalityWeightedLbConfig() != nil, c.GetZoneAwareLbConfig())
+	l := localityFrom(c.GetLocalityWeightedLbConfig() != nil, c.GetZoneAwareLbConfig())
+	if l.LocalityWeighted {
+		return l
+	}
+	z := c.GetZoneAwareLbConfig()
+	switch {
+	case z.GetForceLocalZone() != nil:
+		// force_local_zone supersedes the deprecated field, as in Envoy.
+		l.ForceLocalZone = 1
+		if m := z.GetForceLocalZone().GetMinSize(); m != nil {
+			l.ForceLocalZone = m.GetValue()
+		}
+	//lint:ignore SA1019 Envoy still honours force_locality_direct_routing, as force_local_zone with min_size 1
+	case z.GetForceLocalityDirectRouting():
+		l.ForceLocalZone = 1
+	}
+	l.ByWeight = z.GetLocalityBasis() == commonv3.LocalityLbConfig_ZoneAwareLbConfig_HEALTHY_HOSTS_WEIGHT
+	return l
 }
 
 // zoneAwareProto is what the legacy and the typed ZoneAwareLbConfig
@@ -87,6 +115,7 @@ func (s *settings) applyLocality(l localityLbConfig, path string) []error {
 	if m := l.MinClusterSize; m != nil {
 		s.zone.minClusterSize = m.GetValue()
 	}
+	s.zone.forceLocalZone, s.zone.byWeight = l.ForceLocalZone, l.ByWeight
 	return errs
 }
 

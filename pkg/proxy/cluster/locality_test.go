@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/common/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -286,5 +287,34 @@ func TestLocalityWeightedEDSUpdate(t *testing.T) {
 	apply()
 	if diff := cmp.Diff(map[string]int{"a": 100, "b": 300}, zoneOf(c, 400)); diff != "" {
 		t.Errorf("after a one-endpoint update, picks per zone (-want +got):\n%s", diff)
+	}
+}
+
+// TestLocalityFromTypedForceAndBasis: force_local_zone's min_size (1 when
+// unset) supersedes the deprecated force_locality_direct_routing, which
+// stands for a min_size of 1; locality_basis HEALTHY_HOSTS_WEIGHT weighs
+// the localities.
+func TestLocalityFromTypedForceAndBasis(t *testing.T) {
+	za := func(z *commonv3.LocalityLbConfig_ZoneAwareLbConfig) *commonv3.LocalityLbConfig {
+		return &commonv3.LocalityLbConfig{LocalityConfigSpecifier: &commonv3.LocalityLbConfig_ZoneAwareLbConfig_{ZoneAwareLbConfig: z}}
+	}
+	for name, tc := range map[string]struct {
+		z        *commonv3.LocalityLbConfig_ZoneAwareLbConfig
+		force    uint32
+		byWeight bool
+	}{
+		"neither":          {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{}},
+		"force_local_zone": {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalZone: &commonv3.LocalityLbConfig_ZoneAwareLbConfig_ForceLocalZone{}}, force: 1},
+		"min_size":         {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalZone: &commonv3.LocalityLbConfig_ZoneAwareLbConfig_ForceLocalZone{MinSize: wrapperspb.UInt32(3)}}, force: 3},
+		//lint:ignore SA1019 the deprecated field is still honoured, as min_size 1
+		"direct routing": {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalityDirectRouting: true}, force: 1},
+		//lint:ignore SA1019 the deprecated field is still honoured, superseded by force_local_zone
+		"both, min_size wins": {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{ForceLocalityDirectRouting: true, ForceLocalZone: &commonv3.LocalityLbConfig_ZoneAwareLbConfig_ForceLocalZone{MinSize: wrapperspb.UInt32(4)}}, force: 4},
+		"by weight":           {z: &commonv3.LocalityLbConfig_ZoneAwareLbConfig{LocalityBasis: commonv3.LocalityLbConfig_ZoneAwareLbConfig_HEALTHY_HOSTS_WEIGHT}, byWeight: true},
+	} {
+		l := localityFromTyped(za(tc.z))
+		if l.ForceLocalZone != tc.force || l.ByWeight != tc.byWeight {
+			t.Errorf("%s: force %d, by weight %v; want %d, %v", name, l.ForceLocalZone, l.ByWeight, tc.force, tc.byWeight)
+		}
 	}
 }

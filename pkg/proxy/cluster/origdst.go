@@ -51,8 +51,8 @@ func buildOrigDst(c *clusterv3.Cluster) (*origDstSettings, []error) {
 	if p := c.GetLbPolicy(); p != clusterv3.Cluster_CLUSTER_PROVIDED {
 		errs = append(errs, configErrorf("lb_policy", "LB policy %s is not valid for Cluster type ORIGINAL_DST. Only 'CLUSTER_PROVIDED' is allowed with cluster type 'ORIGINAL_DST'", p))
 	}
-	if c.GetLoadBalancingPolicy() != nil {
-		errs = append(errs, configErrorf("load_balancing_policy", "not supported by Outrigger on an ORIGINAL_DST cluster, which balances by its own rules (lb_policy: CLUSTER_PROVIDED)"))
+	if otherPolicyOnProvider(c) {
+		errs = append(errs, configErrorf("load_balancing_policy", "an ORIGINAL_DST cluster balances by its own rules: only envoy.load_balancing_policies.cluster_provided is allowed"))
 	}
 	if c.GetLoadAssignment() != nil {
 		errs = append(errs, configErrorf("load_assignment", "ORIGINAL_DST clusters must have no load assignment configured"))

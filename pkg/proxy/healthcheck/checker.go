@@ -111,7 +111,8 @@ func (c *Checker) openEvents() {
 // whose address has a session keeps that session and takes over the
 // health flags of the host it replaces (EDS builds new hosts for every
 // assignment); a new address starts failed, as in Envoy, and gets a
-// session; sessions of addresses no longer there stop.
+// session (and waits for its first check, excluded, with
+// PendingNewHosts); sessions of addresses no longer there stop.
 func (c *Checker) Sync(hosts []*upstream.Host) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -148,8 +149,12 @@ func (c *Checker) Sync(hosts []*upstream.Host) {
 			s.hosts = hs
 			continue
 		}
+		f := upstream.FailedActiveHC
+		if c.cfg.PendingNewHosts {
+			f |= upstream.PendingActiveHC
+		}
 		for _, h := range hs {
-			h.SetHealthFlag(upstream.FailedActiveHC)
+			h.SetHealthFlag(f)
 		}
 		s := c.newSession(addr, hs)
 		c.sessions[addr] = s

@@ -73,6 +73,12 @@ type Config struct {
 	// ALPN are tls_options.alpn_protocols: offered on a TLS cluster's
 	// check connections instead of the protocol of the check.
 	ALPN []string
+	// PendingNewHosts marks the hosts discovery adds as waiting for their
+	// first check (upstream.PendingActiveHC), which excludes them from
+	// the load balancer's counts until it completes: the cluster's
+	// common_lb_config.ignore_new_hosts_until_first_hc, which Envoy
+	// applies to the hosts of its dynamic (STRICT_DNS, EDS) clusters.
+	PendingNewHosts bool
 
 	http *httpConfig
 	tcp  *tcpConfig

@@ -216,7 +216,7 @@ func (s *session) handleSuccess(degraded bool) (transition, bool) {
 	if s.has(upstream.FailedActiveHC) {
 		s.numHealthy++
 		if s.firstCheck || s.numHealthy >= c.cfg.HealthyThreshold {
-			s.clearFlag(upstream.ActiveHCTimeout | upstream.ExcludedViaImmediateHCFail)
+			rebuild = s.clearFlag(upstream.ActiveHCTimeout|upstream.ExcludedViaImmediateHCFail) || rebuild
 			rebuild = s.clearFlag(upstream.FailedActiveHC) || rebuild
 			c.stats.healthy.Inc()
 			t = changed
@@ -256,15 +256,17 @@ func (s *session) handleFailure(r result) (transition, bool) {
 	s.numHealthy = 0
 	ftype := failureType(r.outcome)
 	network := r.outcome == outcomeNetwork || r.outcome == outcomeTimeout
+	rebuild := false
 	if r.immediateFail {
-		s.setFlag(upstream.ExcludedViaImmediateHCFail)
+		// Excluded: the balancer's counts change even for a host
+		// already failed.
+		rebuild = s.setFlag(upstream.ExcludedViaImmediateHCFail)
 	}
 	t := unchanged
-	rebuild := false
 	if !s.has(upstream.FailedActiveHC) {
 		s.numUnhealthy++
 		if (!network && r.outcome != outcomeRetriable) || s.numUnhealthy >= c.cfg.UnhealthyThreshold {
-			rebuild = s.setFlag(upstream.FailedActiveHC)
+			rebuild = s.setFlag(upstream.FailedActiveHC) || rebuild
 			c.stats.healthy.Dec()
 			t = changed
 			c.events.ejectUnhealthy(s.addr, ftype, r.status)

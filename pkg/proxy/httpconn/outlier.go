@@ -35,6 +35,9 @@ func (s *stream) putOutlierResponse(m upstream.OutlierMonitor) {
 		}
 	}
 	m.PutHTTPResponseCode(code)
+	if m.DetectsDegraded() && s.respHeaders.Has("x-envoy-degraded") {
+		m.PutDegraded()
+	}
 }
 
 // outlierReset: the exchange broke off (reset, closed connection,

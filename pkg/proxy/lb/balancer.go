@@ -125,11 +125,8 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 	b := newBalancer(len(priorities), &cfg)
 	counts := make([]levelCounts, len(priorities))
 	for i, hosts := range priorities {
-		healthy, degraded := splitHealth(hosts)
-		counts[i] = levelCounts{total: len(hosts), healthy: len(healthy), degraded: len(degraded)}
-		if cfg.WeightedPriorityHealth {
-			counts[i].weigh(hosts, healthy, degraded)
-		}
+		var healthy, degraded []*upstream.Host
+		healthy, degraded, counts[i] = splitHealth(hosts, cfg.WeightedPriorityHealth)
 		b.levels[i] = level{
 			all:      newPicker(cfg.NewPicker, hosts, seed),
 			healthy:  newPicker(cfg.NewPicker, healthy, seed),
@@ -170,11 +167,15 @@ func (b *Balancer) settle(counts []levelCounts, cfg *Config) {
 }
 
 // splitHealth returns the healthy hosts and the degraded ones of a
-// level, in its order. When every host is healthy (the usual case) the
-// healthy ones are hosts itself, not a copy: a large level's update then
-// builds no second list. Pickers never change the hosts they are given.
-func splitHealth(hosts []*upstream.Host) (healthy, degraded []*upstream.Host) {
+// level, in its order, and the level's counts. When every host is
+// healthy (the usual case) the healthy ones are hosts itself, not a
+// copy: a large level's update then builds no second list. Pickers never
+// change the hosts they are given. Excluded hosts (Host.Excluded) are
+// left out of the counts' total, as Envoy leaves them out of every
+// ratio; they are never healthy.
+func splitHealth(hosts []*upstream.Host, weighted bool) (healthy, degraded []*upstream.Host, c levelCounts) {
 	copied := false
+	var excluded []*upstream.Host
 	for j, h := range hosts {
 		ok, degr := h.Healthy(), false
 		if ok {
@@ -188,6 +189,9 @@ func splitHealth(hosts []*upstream.Host) (healthy, degraded []*upstream.Host) {
 		}
 		switch {
 		case !ok:
+			if h.Excluded() {
+				excluded = append(excluded, h)
+			}
 		case degr:
 			degraded = append(degraded, h)
 		case copied:
@@ -195,12 +199,16 @@ func splitHealth(hosts []*upstream.Host) (healthy, degraded []*upstream.Host) {
 		}
 	}
 	if !copied {
-		return hosts, nil
-	}
-	if len(healthy) == 0 {
+		healthy = hosts
+	} else if len(healthy) == 0 {
 		healthy = nil
 	}
-	return healthy, degraded
+	c = levelCounts{total: len(hosts) - len(excluded), healthy: len(healthy), degraded: len(degraded), excluded: len(excluded)}
+	if weighted {
+		c.weigh(hosts, healthy, degraded)
+		c.totalWeight -= sumWeights(excluded)
+	}
+	return healthy, degraded, c
 }
 
 // buildLocalities groups the levels' hosts by locality where picks go by

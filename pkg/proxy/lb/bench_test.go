@@ -121,13 +121,13 @@ func BenchmarkHashTableBuild(b *testing.B) {
 		b.Run("ring-hash"+suffix, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				newRing(hosts, DefaultMinRingSize, DefaultMaxRingSize, false, false)
+				testRing(hosts, DefaultMinRingSize, DefaultMaxRingSize, false, false)
 			}
 		})
 		b.Run("maglev"+suffix, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				newMaglev(hosts, DefaultMaglevTableSize, false)
+				testMaglev(hosts, DefaultMaglevTableSize, false)
 			}
 		})
 	}

@@ -65,7 +65,7 @@ func TestBoundedLoad(t *testing.T) {
 // the bound's rounding allows.
 func TestBoundedLoadSpreadsAHotKey(t *testing.T) {
 	hosts := ports("1", "2", "3", "4", "5")
-	r := newRing(hosts, 1024, DefaultMaxRingSize, false, false)
+	r := testRing(hosts, 1024, DefaultMaxRingSize, false, false)
 	b := newBoundedLoad(r, hosts, 125, nil, nil)
 	pc := hashed(42)
 	for n := range 500 {

@@ -42,16 +42,6 @@ func wrongType(want, got proto.Message) []error {
 	return []error{fieldErrorf("", "expected %s, got %s", proto.MessageName(want), proto.MessageName(got))}
 }
 
-// notSupported is the refusal of a field Outrigger does not implement.
-func notSupported(path, why string) error {
-	return fieldErrorf(path, "not supported by Outrigger (%s)", why)
-}
-
-// localityRefusal is why the typed ring hash and maglev policies'
-// locality_weighted_lb_config is refused, as the legacy
-// common_lb_config.locality_weighted_lb_config is with them.
-const localityRefusal = "locality weights are not folded into the hash ring or table yet"
-
 // Compile checks a RoundRobin.
 func (RoundRobinFactory) Compile(cfg proto.Message) (Policy, []error) {
 	c, ok := cfg.(*roundrobinv3.RoundRobin)
@@ -98,7 +88,7 @@ func (RingHashFactory) Compile(cfg proto.Message) (Policy, []error) {
 	p.useHostname = c.GetUseHostnameForHashing()
 	//lint:ignore SA1019 Envoy still reads the deprecated field when consistent_hashing_lb_config is unset
 	p.balanceFactor = c.GetHashBalanceFactor().GetValue()
-	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor, &p.hashPolicy)...)
+	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor, &p.hashPolicy, &p.localityWeighted)...)
 }
 
 // Compile checks a Maglev.
@@ -108,7 +98,7 @@ func (MaglevFactory) Compile(cfg proto.Message) (Policy, []error) {
 		return nil, wrongType(&maglevv3.Maglev{}, cfg)
 	}
 	p, errs := compileMaglev(c.GetTableSize().GetValue(), c.GetTableSize() != nil)
-	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor, &p.hashPolicy)...)
+	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor, &p.hashPolicy, &p.localityWeighted)...)
 }
 
 // typedHashing is what the typed RingHash and Maglev share.
@@ -120,8 +110,8 @@ type typedHashing interface {
 // hashingSettings reads a typed hash policy's consistent_hashing_lb_config
 // (use_hostname_for_hashing and hash_balance_factor, when it is set, and
 // its hash_policy) into useHostname, balanceFactor and hashPolicy, and
-// refuses what Outrigger does not implement.
-func hashingSettings(c typedHashing, useHostname *bool, balanceFactor *uint32, hashPolicy **router.HashPolicy) []error {
+// locality_weighted_lb_config into localityWeighted.
+func hashingSettings(c typedHashing, useHostname *bool, balanceFactor *uint32, hashPolicy **router.HashPolicy, localityWeighted *bool) []error {
 	var errs []error
 	if ch := c.GetConsistentHashingLbConfig(); ch != nil {
 		*useHostname = ch.GetUseHostnameForHashing()
@@ -135,9 +125,7 @@ func hashingSettings(c typedHashing, useHostname *bool, balanceFactor *uint32, h
 			}
 		}
 	}
-	if c.GetLocalityWeightedLbConfig() != nil {
-		errs = append(errs, notSupported("locality_weighted_lb_config", localityRefusal))
-	}
+	*localityWeighted = c.GetLocalityWeightedLbConfig() != nil
 	return errs
 }
 

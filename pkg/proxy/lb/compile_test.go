@@ -80,11 +80,10 @@ func TestForCluster(t *testing.T) {
 			want: ringHashPolicy{minSize: 16, maxSize: 8 << 20, murmur: true, useHostname: true},
 		},
 		"typed maglev refusals": {
-			yaml: `{name: c, common_lb_config: {consistent_hashing_lb_config: {}}, load_balancing_policy: {policies: [{typed_extension_config: {name: m, typed_config: {"@type": ` + typed + `maglev.v3.Maglev, table_size: 10, locality_weighted_lb_config: {}}}}]}}`,
+			yaml: `{name: c, common_lb_config: {consistent_hashing_lb_config: {}}, load_balancing_policy: {policies: [{typed_extension_config: {name: m, typed_config: {"@type": ` + typed + `maglev.v3.Maglev, table_size: 10}}}]}}`,
 			errs: []string{
 				"common_lb_config.consistent_hashing_lb_config: cannot be combined with load_balancing_policy (configure it in the policy's typed config)",
 				"load_balancing_policy.policies[0].typed_extension_config.typed_config.table_size: The table size of maglev must be prime number (10 is not)",
-				"load_balancing_policy.policies[0].typed_extension_config.typed_config.locality_weighted_lb_config: not supported by Outrigger (locality weights are not folded into the hash ring or table yet)",
 			},
 		},
 		"typed ring hash: a bad hash_policy": {

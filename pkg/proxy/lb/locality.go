@@ -17,6 +17,9 @@ type localityGroup struct {
 	all, healthy, degraded  []*upstream.Host
 	weight                  uint32
 	healthyPick, degrPicker Picker // nil when the list is empty or no one picks by locality
+	// excluded counts the hosts of all that Envoy leaves out of the
+	// locality's availability (upstream.Host.Excluded).
+	excluded int
 }
 
 // localities is how a level's hosts spread over localities, in Envoy's
@@ -76,6 +79,9 @@ func groupLocalities(hosts []*upstream.Host, local *upstream.Locality, order *lo
 		g.all = append(g.all, h)
 		switch {
 		case !h.Healthy():
+			if h.Excluded() {
+				g.excluded++
+			}
 		case h.Degraded():
 			g.degraded = append(g.degraded, h)
 		default:
@@ -131,7 +137,7 @@ func newLocalitySchedule(ls *localities, degraded bool, overprovisioning uint32,
 		if degraded {
 			eligible = len(g.degraded)
 		}
-		if w := effectiveWeight(g.weight, eligible, len(g.all), overprovisioning); w > 0 {
+		if w := effectiveWeight(g.weight, eligible, len(g.all)-g.excluded, overprovisioning); w > 0 {
 			entries = append(entries, localityEntry{index: i, step: 1 / w})
 		}
 	}

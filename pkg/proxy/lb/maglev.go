@@ -21,6 +21,9 @@ type maglevPolicy struct {
 	useHostname bool
 	// balanceFactor is hash_balance_factor, 0 when unset: bounded loads.
 	balanceFactor uint32
+	// localityWeighted folds the locality weights into the table
+	// (locality_weighted_lb_config).
+	localityWeighted bool
 	// hashPolicy is the typed policy's consistent_hashing_lb_config.hash_policy,
 	// nil when unset: see HashPolicyOf.
 	hashPolicy *router.HashPolicy
@@ -37,7 +40,11 @@ func (p maglevPolicy) Pickers(env Env) PickerFactory {
 	}
 	rnd := env.rand()
 	return func(hosts []*upstream.Host, _ uint64) Picker {
-		m := newMaglev(hosts, p.tableSize, p.useHostname)
+		hosts, weights, sum := hashWeights(hosts, p.localityWeighted)
+		if len(hosts) == 0 {
+			return nil
+		}
+		m := newMaglev(hosts, weights, sum, p.tableSize, p.useHostname)
 		m.rand = rnd
 		if minEntries != nil && reportsStats(hosts) {
 			minEntries.Set(int64(m.minEntries))
@@ -82,17 +89,14 @@ type maglevEntry struct {
 
 // newMaglev builds the table of hosts (non-empty) with size slots (a
 // prime). Hosts are placed in the order of their hash keys, so that the
-// table does not depend on the order of the list.
-func newMaglev(hosts []*upstream.Host, size uint64, useHostname bool) *Maglev {
-	var sum uint64
-	for _, h := range hosts {
-		sum += uint64(hostWeight(h))
-	}
+// table does not depend on the order of the list. A host's normalized
+// weight is its weight over sum (hashWeights).
+func newMaglev(hosts []*upstream.Host, weights []float64, sum float64, size uint64, useHostname bool) *Maglev {
 	entries := make([]maglevEntry, len(hosts))
 	var maxWeight float64
 	for i, h := range hosts {
 		key := hashKey(h, useHostname)
-		w := float64(hostWeight(h)) / float64(sum)
+		w := weights[i] / sum
 		maxWeight = max(maxWeight, w)
 		entries[i] = maglevEntry{key: key, index: i, weight: w,
 			offset: xxhash.Sum64String(key) % size,

@@ -99,7 +99,7 @@ func TestRingEnvoyVectors(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			r := newRing(tc.hosts, 12, DefaultMaxRingSize, tc.murmur, tc.hostname)
+			r := testRing(tc.hosts, 12, DefaultMaxRingSize, tc.murmur, tc.hostname)
 			if len(r.hashes) != 12 || r.minHashes != 2 || r.maxHashes != 2 {
 				t.Errorf("ring size %d, hashes per host %d..%d, want 12, 2..2", len(r.hashes), r.minHashes, r.maxHashes)
 			}
@@ -131,7 +131,7 @@ func TestMaglevEnvoyVectors(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			m := newMaglev(tc.hosts, tc.size, false)
+			m := testMaglev(tc.hosts, tc.size, false)
 			if m.minEntries != tc.min || m.maxEntries != tc.max {
 				t.Errorf("entries per host %d..%d, want %d..%d", m.minEntries, m.maxEntries, tc.min, tc.max)
 			}
@@ -160,9 +160,9 @@ func TestConsistentHashingMovesFewKeys(t *testing.T) {
 		strays int
 	}{
 		"ring hash": {build: func(hosts []*upstream.Host) hashTable {
-			return newRing(hosts, DefaultMinRingSize, DefaultMaxRingSize, false, false)
+			return testRing(hosts, DefaultMinRingSize, DefaultMaxRingSize, false, false)
 		}},
-		"maglev": {build: func(hosts []*upstream.Host) hashTable { return newMaglev(hosts, DefaultMaglevTableSize, false) }, strays: keys / 100},
+		"maglev": {build: func(hosts []*upstream.Host) hashTable { return testMaglev(hosts, DefaultMaglevTableSize, false) }, strays: keys / 100},
 	}
 	for name, b := range builders {
 		build := b.build
@@ -210,8 +210,8 @@ func TestConsistentHashingMovesFewKeys(t *testing.T) {
 func TestHashedShares(t *testing.T) {
 	hosts := ports("1:1", "2:2", "3:3", "4:4")
 	tables := map[string]hashTable{
-		"ring hash": newRing(hosts, DefaultMinRingSize, DefaultMaxRingSize, false, false),
-		"maglev":    newMaglev(hosts, DefaultMaglevTableSize, false),
+		"ring hash": testRing(hosts, DefaultMinRingSize, DefaultMaxRingSize, false, false),
+		"maglev":    testMaglev(hosts, DefaultMaglevTableSize, false),
 	}
 	for name, table := range tables {
 		t.Run(name, func(t *testing.T) {

@@ -5,9 +5,10 @@ import "github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 // levelCounts are the host counts of one priority level that decide its
 // share of the load.
 type levelCounts struct {
-	total    int // every host of the level (no host is excluded yet)
+	total    int // the level's hosts but the excluded ones
 	healthy  int
 	degraded int
+	excluded int // hosts left out of total (upstream.Host.Excluded)
 	// weighted (weighted_priority_health) makes the level's availability
 	// the share of its hosts' weights, the sums below, rather than of
 	// its host counts; panic still counts hosts, as Envoy's does.
@@ -149,11 +150,12 @@ func inPanic(c levelCounts, threshold uint32) bool {
 }
 
 // loadInTotalPanic spreads the load by the number of hosts of each level,
-// whatever their health, the rounding going to the first non-empty level.
+// whatever their health (excluded ones too, as Envoy counts every host
+// here), the rounding going to the first non-empty level.
 func loadInTotalPanic(l loads, levels []levelCounts) {
 	var hosts int
 	for _, c := range levels {
-		hosts += c.total
+		hosts += c.total + c.excluded
 	}
 	for i := range l.degraded {
 		l.degraded[i] = 0
@@ -166,10 +168,11 @@ func loadInTotalPanic(l loads, levels []levelCounts) {
 	total := uint32(100)
 	first := -1
 	for i, c := range levels {
-		if first < 0 && c.total > 0 {
+		n := c.total + c.excluded
+		if first < 0 && n > 0 {
 			first = i
 		}
-		l.healthy[i] = uint32(100 * c.total / hosts)
+		l.healthy[i] = uint32(100 * n / hosts)
 		total -= l.healthy[i]
 	}
 	l.healthy[first] += total

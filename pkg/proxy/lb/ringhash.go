@@ -27,6 +27,9 @@ type ringHashPolicy struct {
 	useHostname      bool
 	// balanceFactor is hash_balance_factor, 0 when unset: bounded loads.
 	balanceFactor uint32
+	// localityWeighted folds the locality weights into the ring
+	// (locality_weighted_lb_config).
+	localityWeighted bool
 	// hashPolicy is the typed policy's consistent_hashing_lb_config.hash_policy,
 	// nil when unset: see HashPolicyOf.
 	hashPolicy *router.HashPolicy
@@ -43,7 +46,11 @@ func (p ringHashPolicy) Pickers(env Env) PickerFactory {
 	}
 	rnd := env.rand()
 	return func(hosts []*upstream.Host, _ uint64) Picker {
-		r := newRing(hosts, p.minSize, p.maxSize, p.murmur, p.useHostname)
+		hosts, weights, sum := hashWeights(hosts, p.localityWeighted)
+		if len(hosts) == 0 {
+			return nil
+		}
+		r := newRing(hosts, weights, sum, p.minSize, p.maxSize, p.murmur, p.useHostname)
 		r.rand = rnd
 		if st != nil && reportsStats(hosts) {
 			st.size.Set(int64(len(r.hashes)))
@@ -100,15 +107,12 @@ type Ring struct {
 // newRing builds the ring of hosts (non-empty) as Envoy's does: the
 // lightest host gets at least ceil(minSize * its normalized weight)
 // points, the ring at most maxSize, each point the hash of
-// "<key>_<i>" with the host's hash key.
-func newRing(hosts []*upstream.Host, minSize, maxSize uint64, murmur, useHostname bool) *Ring {
-	var sum uint64
-	for _, h := range hosts {
-		sum += uint64(hostWeight(h))
-	}
+// "<key>_<i>" with the host's hash key. A host's normalized weight is
+// its weight over sum (hashWeights).
+func newRing(hosts []*upstream.Host, weights []float64, sum float64, minSize, maxSize uint64, murmur, useHostname bool) *Ring {
 	minNorm := 1.0
-	for _, h := range hosts {
-		minNorm = min(minNorm, float64(hostWeight(h))/float64(sum))
+	for _, w := range weights {
+		minNorm = min(minNorm, w/sum)
 	}
 	scale := min(math.Ceil(minNorm*float64(minSize))/minNorm, float64(maxSize))
 	size := uint64(math.Ceil(scale))
@@ -120,10 +124,10 @@ func newRing(hosts []*upstream.Host, minSize, maxSize uint64, murmur, useHostnam
 	r := &Ring{minHashes: size}
 	var current, target float64
 	var key []byte
-	for _, h := range hosts {
+	for i, h := range hosts {
 		key = append(append(key[:0], hashKey(h, useHostname)...), '_')
 		prefix := len(key)
-		target += scale * float64(hostWeight(h)) / float64(sum)
+		target += scale * weights[i] / sum
 		var n uint64
 		for current < target {
 			key = strconv.AppendUint(key[:prefix], n, 10)

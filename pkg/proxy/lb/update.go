@@ -102,14 +102,14 @@ func byLevel(hosts []*upstream.Host, n int) [][]*upstream.Host {
 // levelState is what an update keeps of a level's health counts
 // (levelCounts), small: every cluster's balancer has one per level.
 type levelState struct {
-	total, healthy, degraded uint32
+	total, healthy, degraded, excluded uint32
 	// weights are the weight sums, with weighted priority health only.
 	weights *[3]uint64
 }
 
 // stateOf is c's levelState.
 func stateOf(c levelCounts) levelState {
-	s := levelState{total: uint32(c.total), healthy: uint32(c.healthy), degraded: uint32(c.degraded)}
+	s := levelState{total: uint32(c.total), healthy: uint32(c.healthy), degraded: uint32(c.degraded), excluded: uint32(c.excluded)}
 	if c.weighted {
 		s.weights = &[3]uint64{c.totalWeight, c.healthyWeight, c.degradedWeight}
 	}
@@ -118,7 +118,7 @@ func stateOf(c levelCounts) levelState {
 
 // counts is the levelCounts s keeps.
 func (s levelState) counts() levelCounts {
-	c := levelCounts{total: int(s.total), healthy: int(s.healthy), degraded: int(s.degraded)}
+	c := levelCounts{total: int(s.total), healthy: int(s.healthy), degraded: int(s.degraded), excluded: int(s.excluded)}
 	if w := s.weights; w != nil {
 		c.weighted = true
 		c.totalWeight, c.healthyWeight, c.degradedWeight = w[0], w[1], w[2]
@@ -136,11 +136,7 @@ func (old *level) updated(hosts, added, gone []*upstream.Host, seed uint64, cfg 
 		return *old
 	}
 	if old == nil || !old.allHealthy() || !allHealthy(added) {
-		healthy, degraded := splitHealth(hosts)
-		c := levelCounts{total: len(hosts), healthy: len(healthy), degraded: len(degraded)}
-		if cfg.WeightedPriorityHealth {
-			c.weigh(hosts, healthy, degraded)
-		}
+		healthy, degraded, c := splitHealth(hosts, cfg.WeightedPriorityHealth)
 		return level{
 			all:      newPicker(cfg.NewPicker, hosts, seed),
 			healthy:  newPicker(cfg.NewPicker, healthy, seed),
@@ -166,7 +162,7 @@ func (old *level) updated(hosts, added, gone []*upstream.Host, seed uint64, cfg 
 // allHealthy reports whether every host of the level was healthy, not
 // degraded, when it was built.
 func (lv *level) allHealthy() bool {
-	return lv.state.healthy == lv.state.total
+	return lv.state.healthy == lv.state.total && lv.state.excluded == 0
 }
 
 // allHealthy reports whether every host is healthy and not degraded.

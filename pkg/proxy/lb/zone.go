@@ -1,6 +1,8 @@
 package lb
 
 import (
+	"math"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -16,6 +18,9 @@ const (
 
 	RuntimeZoneRoutingEnabled = "upstream.zone_routing.enabled"
 	RuntimeMinClusterSize     = "upstream.zone_routing.min_cluster_size"
+	// RuntimeForceLocalZoneMinSize, when above 0, forces local-zone
+	// routing with that minimum whatever the configuration says.
+	RuntimeForceLocalZoneMinSize = "upstream.zone_routing.force_local_zone.min_size"
 )
 
 // ZoneConfig turns on zone-aware routing for a balancer: the cluster
@@ -33,8 +38,33 @@ type ZoneConfig struct {
 	// runtime key upstream.zone_routing.min_cluster_size; read when the
 	// balancer is built, as Envoy reads it when hosts change.
 	MinClusterSize uint64
+	// ForceLocalZoneMinSize, when not 0, sends every pick to the proxy's
+	// own locality when the level has at least that many healthy hosts
+	// there, whatever the shares of the localities (force_local_zone's
+	// min_size, 1 for the deprecated force_locality_direct_routing),
+	// and zone routing then applies even with a local cluster in one
+	// locality; the runtime key upstream.zone_routing.force_local_zone.
+	// min_size overrides it when above 0.
+	ForceLocalZoneMinSize uint32
+	// ByWeight computes the localities' shares from their healthy hosts'
+	// load_balancing_weight rather than their number (locality_basis
+	// HEALTHY_HOSTS_WEIGHT).
+	ByWeight bool
 	// Runtime returns the runtime's current snapshot; nil for none.
 	Runtime func() *runtime.Snapshot
+}
+
+// forceLocalZone is the force_local_zone minimum in effect, 0 for none:
+// the runtime's when above 0, else the configuration's.
+func (cfg *ZoneConfig) forceLocalZone() uint32 {
+	if cfg.Runtime != nil {
+		if snap := cfg.Runtime(); snap != nil {
+			if v := snap.Uint64(RuntimeForceLocalZoneMinSize, 0); v > 0 {
+				return uint32(min(v, math.MaxUint32))
+			}
+		}
+	}
+	return cfg.ForceLocalZoneMinSize
 }
 
 // zoneRouting is the zone-aware routing state of priority 0 when it
@@ -71,8 +101,9 @@ func newZoneRouting(cfg *ZoneConfig, up *localities, healthyP0 int, local *upstr
 	if len(up.groups) < 2 {
 		return nil
 	}
+	force := cfg.forceLocalZone()
 	lc := groupLocalities(cfg.LocalHosts, local, nil)
-	if len(lc.groups) < 2 {
+	if len(lc.groups) < 2 && force == 0 {
 		return nil
 	}
 	if !lc.hasLocal || len(lc.groups[0].all) == 0 {
@@ -102,8 +133,9 @@ func newZoneRouting(cfg *ZoneConfig, up *localities, healthyP0 int, local *upstr
 	}
 	z.localPanic = inPanic(localCounts, panicThreshold)
 
-	pct := localityPercentagesOf(&lc, up)
-	if up.hasLocal && pct[0].upstream > 0 && pct[0].upstream >= pct[0].local {
+	pct := localityPercentagesOf(&lc, up, cfg.ByWeight)
+	if up.hasLocal && ((pct[0].upstream > 0 && pct[0].upstream >= pct[0].local) ||
+		(force > 0 && len(up.groups[0].healthy) >= int(force))) {
 		z.direct = true
 		return z
 	}
@@ -123,18 +155,27 @@ func newZoneRouting(cfg *ZoneConfig, up *localities, healthyP0 int, local *upstr
 
 // localityPercentagesOf is Envoy's calculateLocalityPercentages: for each
 // upstream locality, the share of the local cluster's healthy hosts in
-// that locality and the share of the upstream's healthy hosts.
-func localityPercentagesOf(local, up *localities) []localityPercentages {
+// that locality and the share of the upstream's healthy hosts, by their
+// number, or by their weights when byWeight (locality_basis
+// HEALTHY_HOSTS_WEIGHT).
+func localityPercentagesOf(local, up *localities, byWeight bool) []localityPercentages {
+	size := func(hosts []*upstream.Host) uint64 {
+		if byWeight {
+			return sumWeights(hosts)
+		}
+		return uint64(len(hosts))
+	}
 	var totalLocal, totalUp uint64
 	counts := map[upstream.Locality]uint64{}
 	for _, g := range local.groups {
-		totalLocal += uint64(len(g.healthy))
+		n := size(g.healthy)
+		totalLocal += n
 		if len(g.healthy) > 0 {
-			counts[g.locality] = uint64(len(g.healthy))
+			counts[g.locality] = n
 		}
 	}
 	for _, g := range up.groups {
-		totalUp += uint64(len(g.healthy))
+		totalUp += size(g.healthy)
 	}
 	out := make([]localityPercentages, len(up.groups))
 	for i, g := range up.groups {
@@ -144,7 +185,9 @@ func localityPercentagesOf(local, up *localities) []localityPercentages {
 		if totalLocal > 0 {
 			out[i].local = 10000 * counts[g.locality] / totalLocal
 		}
-		out[i].upstream = 10000 * uint64(len(g.healthy)) / totalUp
+		if totalUp > 0 {
+			out[i].upstream = 10000 * size(g.healthy) / totalUp
+		}
 	}
 	return out
 }

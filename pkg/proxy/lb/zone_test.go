@@ -22,6 +22,18 @@ func spread(args ...any) []*upstream.Host {
 	return out
 }
 
+// weighted gives the first host of hosts load_balancing_weight w, the
+// others 1.
+func weighted(hosts []*upstream.Host, w uint32) []*upstream.Host {
+	for i, h := range hosts {
+		h.Weight = 1
+		if i == 0 {
+			h.Weight = w
+		}
+	}
+	return hosts
+}
+
 // localZone is the proxy's locality in these tests: zone a of region r.
 var localZone = &upstream.Locality{Region: "r", Zone: "a"}
 
@@ -46,6 +58,8 @@ func TestZoneRoutingStructures(t *testing.T) {
 	tests := map[string]struct {
 		local, upstream []*upstream.Host
 		minSize         uint64
+		force           uint32 // ForceLocalZoneMinSize
+		byWeight        bool
 		want            *zoneRouting // nil: no zone routing
 		wantStats       map[string]uint64
 	}{
@@ -100,6 +114,55 @@ func TestZoneRoutingStructures(t *testing.T) {
 			upstream:  spread("a", 4, "b", 4),
 			wantStats: map[string]uint64{"lb_recalculate_zone_structures": 1},
 		},
+		// force_local_zone: the local zone takes every pick once it has
+		// min_size healthy hosts, whatever the shares ("half the local
+		// picks stay local" without it).
+		"force_local_zone": {
+			local:     spread("a", 1, "b", 4),
+			upstream:  spread("a", 1, "b", 9),
+			force:     1,
+			want:      &zoneRouting{direct: true},
+			wantStats: map[string]uint64{"lb_recalculate_zone_structures": 1},
+		},
+		"force_local_zone below its min_size: the shares again": {
+			local:     spread("a", 1, "b", 4),
+			upstream:  spread("a", 1, "b", 9),
+			force:     2,
+			want:      &zoneRouting{localPercent: 5000, residual: []uint64{0, 1000}},
+			wantStats: map[string]uint64{"lb_recalculate_zone_structures": 1},
+		},
+		// Forced, zone routing applies with a local cluster in one
+		// locality too.
+		"force_local_zone with one local locality": {
+			local:     spread("a", 3),
+			upstream:  spread("a", 4, "b", 4),
+			force:     1,
+			want:      &zoneRouting{direct: true},
+			wantStats: map[string]uint64{"lb_recalculate_zone_structures": 1},
+		},
+		"force_local_zone without upstream hosts in the local zone": {
+			local:     spread("a", 1, "b", 1, "c", 2),
+			upstream:  spread("b", 3, "c", 3),
+			force:     1,
+			want:      &zoneRouting{residual: []uint64{2500, 2500}},
+			wantStats: map[string]uint64{"lb_recalculate_zone_structures": 1},
+		},
+		// locality_basis HEALTHY_HOSTS_WEIGHT: a's one host of weight 9
+		// is 50% of the upstream's weight (10% of its hosts), as much as
+		// a's share of the local cluster: every pick stays local.
+		"locality_basis HEALTHY_HOSTS_WEIGHT": {
+			local:     spread("a", 1, "b", 1),
+			upstream:  weighted(spread("a", 1, "b", 9), 9),
+			byWeight:  true,
+			want:      &zoneRouting{direct: true},
+			wantStats: map[string]uint64{"lb_recalculate_zone_structures": 1},
+		},
+		"locality_basis HEALTHY_HOSTS_NUM, the same hosts": {
+			local:     spread("a", 1, "b", 1),
+			upstream:  weighted(spread("a", 1, "b", 9), 9),
+			want:      &zoneRouting{localPercent: 2000, residual: []uint64{0, 4000}},
+			wantStats: map[string]uint64{"lb_recalculate_zone_structures": 1},
+		},
 		"the local cluster has no host in the proxy's zone": {
 			local:     spread("b", 1, "c", 1),
 			upstream:  spread("a", 4, "b", 4),
@@ -115,7 +178,8 @@ func TestZoneRoutingStructures(t *testing.T) {
 			}
 			b := New([][]*upstream.Host{tc.upstream}, Config{
 				Local: localZone,
-				Zone:  &ZoneConfig{LocalHosts: tc.local, RoutingEnabled: 100, MinClusterSize: minSize},
+				Zone: &ZoneConfig{LocalHosts: tc.local, RoutingEnabled: 100, MinClusterSize: minSize,
+					ForceLocalZoneMinSize: tc.force, ByWeight: tc.byWeight},
 				Stats: st,
 			})
 			var got *zoneRouting
@@ -310,5 +374,37 @@ func TestZoneRoutingAcrossUpdates(t *testing.T) {
 	wb = wb.Update([][]*upstream.Host{append(slices.Clone(hosts), added)}, &Change{Added: []*upstream.Host{added}}, lw)
 	if diff := cmp.Diff(map[string]float64{"a": 25, "b": 75}, zoneShares(wb, 4000), approx(3)); diff != "" {
 		t.Errorf("locality weights after an update, shares (-want +got):\n%s", diff)
+	}
+}
+
+// TestForceLocalZoneRuntime: the runtime key
+// upstream.zone_routing.force_local_zone.min_size, above 0, forces
+// local-zone routing with its minimum, over the configuration's (or
+// without one), as Envoy reads it.
+func TestForceLocalZoneRuntime(t *testing.T) {
+	for name, tc := range map[string]struct {
+		rt     string
+		config uint32
+		direct bool
+	}{
+		"runtime alone":                  {rt: "1", direct: true},
+		"runtime above the zone's hosts": {rt: "2", config: 1},
+		"runtime 0: the configuration":   {rt: "0", config: 1, direct: true},
+	} {
+		rt, err := runtime.New(&bootstrapv3.LayeredRuntime{}, runtime.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Modify(map[string]string{RuntimeForceLocalZoneMinSize: tc.rt}); err != nil {
+			t.Fatal(err)
+		}
+		b := New([][]*upstream.Host{spread("a", 1, "b", 9)}, Config{
+			Local: localZone,
+			Zone: &ZoneConfig{LocalHosts: spread("a", 1, "b", 4), RoutingEnabled: 100, MinClusterSize: DefaultMinClusterSize,
+				ForceLocalZoneMinSize: tc.config, Runtime: rt.Snapshot},
+		})
+		if b.zone == nil || b.zone.direct != tc.direct {
+			t.Errorf("%s: zone routing %+v, want direct %v", name, b.zone, tc.direct)
+		}
 	}
 }

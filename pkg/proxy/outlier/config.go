@@ -38,6 +38,10 @@ type Config struct {
 	SplitExternalLocalOriginErrors         bool
 	SuccessfulActiveHealthCheckUnejectHost bool
 	AlwaysEjectOneHost                     bool
+	// DetectDegradedHosts degrades a host whose response carries
+	// x-envoy-degraded, for base_ejection_time times its degradations
+	// (capped by max_ejection_time), as Envoy's detect_degraded_hosts.
+	DetectDegradedHosts bool
 }
 
 // Envoy's defaults.
@@ -117,7 +121,8 @@ func ParseConfig(od *clusterv3.OutlierDetection) (Config, []error) {
 		SplitExternalLocalOriginErrors:        od.GetSplitExternalLocalOriginErrors(),
 		SuccessfulActiveHealthCheckUnejectHost: od.GetSuccessfulActiveHealthCheckUnejectHost() == nil ||
 			od.GetSuccessfulActiveHealthCheckUnejectHost().GetValue(),
-		AlwaysEjectOneHost: od.GetAlwaysEjectOneHost().GetValue(),
+		AlwaysEjectOneHost:  od.GetAlwaysEjectOneHost().GetValue(),
+		DetectDegradedHosts: od.GetDetectDegradedHosts().GetValue(),
 	}
 	// Unset, max_ejection_time is the default or base_ejection_time,
 	// whichever is larger, as in Envoy.

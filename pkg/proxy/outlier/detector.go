@@ -242,6 +242,9 @@ func (d *Detector) tick() (changed bool) {
 			m.backoff--
 		}
 	}
+	if d.cfg.DetectDegradedHosts {
+		changed = d.sweepDegraded(now, base, maxTime, interval) || changed
+	}
 	return changed
 }
 

@@ -42,6 +42,11 @@ type Monitor struct {
 	// and shrinks with each interval the host stays in service.
 	backoff uint64
 	jitter  time.Duration
+	// The degradation of detect_degraded_hosts, kept as the ejection is:
+	// degradeBackoff multiplies base_ejection_time.
+	degraded                     bool
+	lastDegraded, lastUndegraded time.Time
+	degradeBackoff               uint64
 }
 
 var _ upstream.OutlierMonitor = (*Monitor)(nil)

@@ -37,6 +37,10 @@ const (
 const (
 	unhealthyFlags = FailedActiveHC | FailedOutlierCheck
 	degradedFlags  = DegradedActiveHC | DegradedOutlierDetection
+	// excludedFlags leave a host out of the load balancer's counts (the
+	// denominator of priority spillover, locality weights and panic), as
+	// Envoy's excluded hosts; panic mode may still pick it.
+	excludedFlags = PendingActiveHC | ExcludedViaImmediateHCFail
 )
 
 // HealthFlags returns the host's run-time health flags.
@@ -46,7 +50,8 @@ func (h *Host) HealthFlags() HealthFlag { return HealthFlag(h.flags.Load()) }
 func (h *Host) HasHealthFlag(f HealthFlag) bool { return h.HealthFlags()&f == f }
 
 // SetHealthFlag sets the flags of f and reports whether that changed the
-// host's coarse health (healthy, degraded or unhealthy): the caller then
+// host's coarse health (healthy, degraded or unhealthy, and excluded or
+// not): the caller then
 // has the cluster rebuild its load balancer.
 func (h *Host) SetHealthFlag(f HealthFlag) (changed bool) {
 	return h.updateFlags(func(old HealthFlag) HealthFlag { return old | f })
@@ -70,21 +75,33 @@ func (h *Host) updateFlags(edit func(HealthFlag) HealthFlag) bool {
 }
 
 // coarse reduces run-time flags to 0 (healthy), 1 (degraded) or 2
-// (unhealthy).
+// (unhealthy), plus 4 when the host is excluded: a host leaving or
+// joining the excluded ones changes the balancer's counts too.
 func coarse(f HealthFlag) int {
+	c := 0
 	switch {
 	case f&unhealthyFlags != 0:
-		return 2
+		c = 2
 	case f&degradedFlags != 0:
-		return 1
+		c = 1
 	}
-	return 0
+	if f&excludedFlags != 0 {
+		c |= 4
+	}
+	return c
 }
 
 // CopyHealthFlags gives h the run-time flags of from: a host kept across
 // a membership update (same address) keeps its health-check and outlier
 // state, as in Envoy.
 func (h *Host) CopyHealthFlags(from *Host) { h.flags.Store(from.flags.Load()) }
+
+// Excluded reports whether the host is left out of the load balancer's
+// host counts: it waits for its first active health check
+// (ignore_new_hosts_until_first_hc) or a check answered
+// x-envoy-immediate-health-check-fail, as Envoy's excluded hosts. Such a
+// host is also failed (not Healthy).
+func (h *Host) Excluded() bool { return h.HealthFlags()&excludedFlags != 0 }
 
 // FailedEDSHealth reports whether the configured health status takes the
 // host out of load balancing.

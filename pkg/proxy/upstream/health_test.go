@@ -17,8 +17,11 @@ func TestHealthFlagsCoarseHealth(t *testing.T) {
 	if h.Healthy() || !h.HasHealthFlag(PendingActiveHC) {
 		t.Errorf("flags %b: want unhealthy and pending", h.HealthFlags())
 	}
-	if h.ClearHealthFlag(PendingActiveHC) {
-		t.Error("clearing pending alone leaves the host unhealthy: no change")
+	if !h.Excluded() {
+		t.Error("a host pending its first check is excluded")
+	}
+	if !h.ClearHealthFlag(PendingActiveHC) || h.Healthy() || h.Excluded() {
+		t.Error("clearing pending leaves the host unhealthy but no longer excluded, a change of the balancer's counts")
 	}
 	if !h.ClearHealthFlag(FailedActiveHC) || !h.Healthy() {
 		t.Error("clearing the failure must make the host healthy again, reported as a change")

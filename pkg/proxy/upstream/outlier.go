@@ -35,6 +35,11 @@ type OutlierMonitor interface {
 	// PutHTTPResponseCode reports an upstream response's status (a gRPC
 	// status already mapped to HTTP).
 	PutHTTPResponseCode(code int)
+	// DetectsDegraded reports whether responses with x-envoy-degraded
+	// degrade the host (detect_degraded_hosts): only then is the header
+	// looked for, and PutDegraded called when a response has it.
+	DetectsDegraded() bool
+	PutDegraded()
 }
 
 // Outlier returns the host's outlier-detection monitor, nil when its
