@@ -443,17 +443,15 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 		h.memo = &hpackMemo{huff: !h.m.cfg.h2.noHuffman}
 	}
 	b := appendHPACKStatus(st.hblock[:0], s.status, h.memo.huff)
-	for i := range s.respHeaders.fields {
-		f := &s.respHeaders.fields[i]
-		name := st.lowerName(f.name)
-		if connectionSpecific(name) {
-			continue
-		}
-		b = h.memo.appendField(b, name, f.value)
+	// The memo lowers the names and drops the connection-specific
+	// fields.
+	fields := s.respHeaders.fields
+	for i := range fields {
+		b = h.memo.appendField(b, i, fields[i].name, fields[i].value)
 	}
 	if n >= 0 {
 		var num [20]byte
-		b = h.memo.appendField(b, "content-length", view(strconv.AppendInt(num[:0], n, 10)))
+		b = h.memo.appendField(b, len(fields), "content-length", view(strconv.AppendInt(num[:0], n, 10)))
 	}
 	st.hblock = b
 	st.lastData = -1
