@@ -250,7 +250,27 @@ func (st *h2Stream) obsTextAllowed(v string) bool {
 
 // validValue reports whether a field value is free of NUL, CR and LF,
 // which could otherwise smuggle a field into an HTTP/1 upstream request.
+// Eight bytes at a time are first looked at for any byte below 0x0e (CR,
+// the largest of the three, is 0x0d): a usual value has none, and its
+// bytes are then not looked at one by one (a quarter of the instructions
+// on a request's values).
 func validValue(v string) bool {
+	i := 0
+	if len(v) >= 8 {
+		for ; i+8 <= len(v); i += 8 {
+			if hasByteBelow0E(load64(v, i)) {
+				return validBytes(v[i:])
+			}
+		}
+		// The last, partial word: the last eight bytes, which overlap
+		// ones already looked at.
+		return !hasByteBelow0E(load64(v, len(v)-8)) || validBytes(v[len(v)-8:])
+	}
+	return validBytes(v)
+}
+
+// validBytes is validValue one byte at a time.
+func validBytes(v string) bool {
 	for i := 0; i < len(v); i++ {
 		switch v[i] {
 		case 0, '\r', '\n':
@@ -258,6 +278,22 @@ func validValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// load64 returns the eight bytes of s at i as a little-endian word (one
+// load once compiled).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// hasByteBelow0E reports whether a byte of w is below 0x0e (the classic
+// "has a byte less than n" test, exact for n up to 128: a byte below n
+// borrows into its high bit, which a byte of 0x80 or more already had).
+func hasByteBelow0E(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (w-ones*0x0e)&^w&highs != 0
 }
 
 // h2NameChars are the characters of an HTTP/2 field name: token
