@@ -62,7 +62,7 @@ const (
 // match it).
 func (m *hpackMemo) appendField(dst []byte, i int, name, value string) []byte {
 	if len(name) > hpackMemoMax || name == "" {
-		lower := m.lower(name)
+		lower := lowerInto(&m.scratch, name)
 		if connectionSpecific(lower) {
 			return dst
 		}
@@ -71,7 +71,7 @@ func (m *hpackMemo) appendField(dst []byte, i int, name, value string) []byte {
 	sl := m.slotFor(i, name)
 	if string(sl.buf[:sl.nameEnd]) != name {
 		// Another name, or none yet: the slot is the new name's.
-		lower := m.lower(name)
+		lower := lowerInto(&m.scratch, name)
 		if connectionSpecific(lower) {
 			return dst
 		}
@@ -114,21 +114,4 @@ func (m *hpackMemo) slotFor(i int, name string) *hpackMemoSlot {
 		m.order[i] = uint8(h)
 	}
 	return &m.slots[h]
-}
-
-// lower returns name in lower case, in the memo's scratch buffer when it
-// has upper-case letters.
-func (m *hpackMemo) lower(name string) string {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; 'A' <= c && c <= 'Z' {
-			m.scratch = append(m.scratch[:0], name...)
-			for j := i; j < len(m.scratch); j++ {
-				if c := m.scratch[j]; 'A' <= c && c <= 'Z' {
-					m.scratch[j] = c + 'a' - 'A'
-				}
-			}
-			return view(m.scratch)
-		}
-	}
-	return name
 }

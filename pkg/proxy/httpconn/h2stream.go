@@ -500,18 +500,21 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 	return nil
 }
 
-// lowerName returns name in lower case, in the stream's scratch buffer
-// when it has upper-case letters (fields from an HTTP/1 upstream).
-func (st *h2Stream) lowerName(name string) string {
+// lowerInto returns name in lower case: name itself when it has no
+// upper-case letter (an HTTP/2 upstream's, or a field the proxy added),
+// else a lowered copy in *buf (an HTTP/1 upstream's), valid until *buf is
+// used again.
+func lowerInto(buf *[]byte, name string) string {
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; 'A' <= c && c <= 'Z' {
-			st.nameBuf = append(st.nameBuf[:0], name...)
-			for j := i; j < len(st.nameBuf); j++ {
-				if c := st.nameBuf[j]; 'A' <= c && c <= 'Z' {
-					st.nameBuf[j] = c + 'a' - 'A'
+			*buf = append((*buf)[:0], name...)
+			b := *buf
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
 				}
 			}
-			return view(st.nameBuf)
+			return view(b)
 		}
 	}
 	return name
@@ -700,7 +703,7 @@ func (st *h2Stream) finish() error {
 func (st *h2Stream) trailerBlock() []byte {
 	b := st.hblock[:0]
 	for k, vs := range st.trailer {
-		name := st.lowerName(k)
+		name := lowerInto(&st.nameBuf, k)
 		if connectionSpecific(name) {
 			continue
 		}
