@@ -630,13 +630,20 @@ func TestH2FloodEndsParkedConnection(t *testing.T) {
 // onlyH2Conn returns the HTTP/2 state of the manager's one connection,
 // nil until there is exactly one speaking HTTP/2.
 func (p *proxy) onlyH2Conn() *h2Conn {
+	var sc *serverConn
 	p.m.mu.Lock()
-	defer p.m.mu.Unlock()
-	if len(p.m.conns) != 1 {
+	if len(p.m.conns) == 1 {
+		for c := range p.m.conns {
+			sc = c
+		}
+	}
+	p.m.mu.Unlock()
+	if sc == nil {
 		return nil
 	}
-	for sc := range p.m.conns {
-		return sc.h2
-	}
-	return nil
+	// Under the connection's mutex, as setH2 sets it (the race
+	// detector's finding otherwise).
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.h2
 }

@@ -853,10 +853,19 @@ func (h *h2Conn) endTrailers(id uint32, endStream bool) error {
 
 // emit receives one decoded header field. Its strings are views of the
 // decoder's buffers: a request's fields are copied into its stream's
-// buffer (see keep), trailers into strings of their own.
+// buffer (see keep), trailers into strings of their own; those of the
+// static table (":method: GET", ":scheme: https", the name "user-agent")
+// are constants, kept without a copy.
 func (h *h2Conn) emit(f hpack.Field) {
 	if st := h.decoding; st != nil && h.decodeErr == errCodeNo {
-		if !st.addField(st.keepName(f.Name), st.keep(f.Value)) {
+		name, value := f.Name, f.Value
+		if !f.StaticName {
+			name = st.keepName(name)
+		}
+		if !f.StaticValue {
+			value = st.keep(value)
+		}
+		if !st.addField(name, value) {
 			h.decodeErr = errCodeProtocol
 		}
 	} else if h.trailing {

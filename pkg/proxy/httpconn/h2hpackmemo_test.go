@@ -15,7 +15,10 @@ import (
 // alike, and decodes back to the field.
 func TestHPACKMemoSameBytes(t *testing.T) {
 	names := []string{"server", "date", "content-type", "content-length", "x-envoy-upstream-service-time",
-		"x-custom", "vary", "set-cookie", "a", "", strings.Repeat("n", 64), strings.Repeat("n", 65)}
+		"x-custom", "vary", "set-cookie", "a", "", strings.Repeat("n", 64), strings.Repeat("n", 65),
+		// An HTTP/1 upstream's names, and fields HTTP/2 forbids.
+		"Server", "Content-Type", "X-Custom", "Connection", "keep-alive", "Transfer-Encoding", "UPGRADE",
+		strings.Repeat("N", 65)}
 	values := []string{"", "0", "1", "12", "envoy", "text/plain", "Sat, 28 Nov 2026 09:55:00 GMT",
 		"application/grpc", strings.Repeat("v", 64), strings.Repeat("w", 65)}
 	rng := rand.New(rand.NewPCG(19, 2026))
@@ -27,13 +30,21 @@ func TestHPACKMemoSameBytes(t *testing.T) {
 		if rng.IntN(8) == 0 {
 			value = strconv.Itoa(rng.IntN(1000))
 		}
-		got = m.appendField(got[:0], name, value)
-		want = appendHPACKField(want[:0], name, value, true)
+		// Positions as heads of up to 20 fields have them, and none.
+		got = m.appendField(got[:0], rng.IntN(21)-1, name, value)
+		lower := strings.ToLower(name)
+		if connectionSpecific(lower) {
+			if len(got) != 0 {
+				t.Fatalf("field %d %q: %q: memo %x, want nothing", i, name, value, got)
+			}
+			continue
+		}
+		want = appendHPACKField(want[:0], lower, value, true)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("field %d %q: %q: memo %x, want %x", i, name, value, got, want)
 		}
 		fields, err := dec.DecodeFull(got)
-		if err != nil || len(fields) != 1 || fields[0].Name != name || fields[0].Value != value {
+		if err != nil || len(fields) != 1 || fields[0].Name != lower || fields[0].Value != value {
 			t.Fatalf("field %d %q: %q decodes to %v, %v", i, name, value, fields, err)
 		}
 	}
@@ -48,16 +59,16 @@ func TestHPACKMemoNoAllocations(t *testing.T) {
 	value := view(buf)
 	dst := make([]byte, 0, 256)
 	head := func() {
-		dst = m.appendField(dst[:0], "server", "envoy")
-		dst = m.appendField(dst, "content-type", value)
-		dst = m.appendField(dst, "x-envoy-upstream-service-time", "3")
+		dst = m.appendField(dst[:0], 0, "server", "envoy")
+		dst = m.appendField(dst, 1, "Content-Type", value)
+		dst = m.appendField(dst, 2, "x-envoy-upstream-service-time", "3")
 	}
 	head()
 	if allocs := testing.AllocsPerRun(100, head); allocs != 0 {
 		t.Fatalf("a repeated head allocated %v times", allocs)
 	}
 	copy(buf, "text/html!")
-	got := m.appendField(nil, "content-type", value)
+	got := m.appendField(nil, 1, "Content-Type", value)
 	if want := appendHPACKField(nil, "content-type", "text/html!", true); !bytes.Equal(got, want) {
 		t.Fatalf("after the value changed in place: %x, want %x", got, want)
 	}
@@ -91,8 +102,8 @@ func BenchmarkHPACKResponseHeadMemo(b *testing.B) {
 	dst := make([]byte, 0, 256)
 	for b.Loop() {
 		dst = appendHPACKStatus(dst[:0], 200, true)
-		for _, f := range benchHead {
-			dst = m.appendField(dst, f[0], f[1])
+		for i, f := range benchHead {
+			dst = m.appendField(dst, i, f[0], f[1])
 		}
 	}
 }

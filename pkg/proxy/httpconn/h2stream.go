@@ -250,7 +250,27 @@ func (st *h2Stream) obsTextAllowed(v string) bool {
 
 // validValue reports whether a field value is free of NUL, CR and LF,
 // which could otherwise smuggle a field into an HTTP/1 upstream request.
+// Eight bytes at a time are first looked at for any byte below 0x0e (CR,
+// the largest of the three, is 0x0d): a usual value has none, and its
+// bytes are then not looked at one by one (a quarter of the instructions
+// on a request's values).
 func validValue(v string) bool {
+	i := 0
+	if len(v) >= 8 {
+		for ; i+8 <= len(v); i += 8 {
+			if hasByteBelow0E(load64(v, i)) {
+				return validBytes(v[i:])
+			}
+		}
+		// The last, partial word: the last eight bytes, which overlap
+		// ones already looked at.
+		return !hasByteBelow0E(load64(v, len(v)-8)) || validBytes(v[len(v)-8:])
+	}
+	return validBytes(v)
+}
+
+// validBytes is validValue one byte at a time.
+func validBytes(v string) bool {
 	for i := 0; i < len(v); i++ {
 		switch v[i] {
 		case 0, '\r', '\n':
@@ -258,6 +278,22 @@ func validValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// load64 returns the eight bytes of s at i as a little-endian word (one
+// load once compiled).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// hasByteBelow0E reports whether a byte of w is below 0x0e (the classic
+// "has a byte less than n" test, exact for n up to 128: a byte below n
+// borrows into its high bit, which a byte of 0x80 or more already had).
+func hasByteBelow0E(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (w-ones*0x0e)&^w&highs != 0
 }
 
 // h2NameChars are the characters of an HTTP/2 field name: token
@@ -443,17 +479,15 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 		h.memo = &hpackMemo{huff: !h.m.cfg.h2.noHuffman}
 	}
 	b := appendHPACKStatus(st.hblock[:0], s.status, h.memo.huff)
-	for i := range s.respHeaders.fields {
-		f := &s.respHeaders.fields[i]
-		name := st.lowerName(f.name)
-		if connectionSpecific(name) {
-			continue
-		}
-		b = h.memo.appendField(b, name, f.value)
+	// The memo lowers the names and drops the connection-specific
+	// fields.
+	fields := s.respHeaders.fields
+	for i := range fields {
+		b = h.memo.appendField(b, i, fields[i].name, fields[i].value)
 	}
 	if n >= 0 {
 		var num [20]byte
-		b = h.memo.appendField(b, "content-length", view(strconv.AppendInt(num[:0], n, 10)))
+		b = h.memo.appendField(b, len(fields), "content-length", view(strconv.AppendInt(num[:0], n, 10)))
 	}
 	st.hblock = b
 	st.lastData = -1
@@ -466,18 +500,21 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 	return nil
 }
 
-// lowerName returns name in lower case, in the stream's scratch buffer
-// when it has upper-case letters (fields from an HTTP/1 upstream).
-func (st *h2Stream) lowerName(name string) string {
+// lowerInto returns name in lower case: name itself when it has no
+// upper-case letter (an HTTP/2 upstream's, or a field the proxy added),
+// else a lowered copy in *buf (an HTTP/1 upstream's), valid until *buf is
+// used again.
+func lowerInto(buf *[]byte, name string) string {
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; 'A' <= c && c <= 'Z' {
-			st.nameBuf = append(st.nameBuf[:0], name...)
-			for j := i; j < len(st.nameBuf); j++ {
-				if c := st.nameBuf[j]; 'A' <= c && c <= 'Z' {
-					st.nameBuf[j] = c + 'a' - 'A'
+			*buf = append((*buf)[:0], name...)
+			b := *buf
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
 				}
 			}
-			return view(st.nameBuf)
+			return view(b)
 		}
 	}
 	return name
@@ -666,7 +703,7 @@ func (st *h2Stream) finish() error {
 func (st *h2Stream) trailerBlock() []byte {
 	b := st.hblock[:0]
 	for k, vs := range st.trailer {
-		name := st.lowerName(k)
+		name := lowerInto(&st.nameBuf, k)
 		if connectionSpecific(name) {
 			continue
 		}

@@ -28,14 +28,20 @@ const workerLinger = 250 * time.Millisecond
 // connection's next one, keeping its grown stack. At most
 // maxIdleStreamWorkers wait, none once the connection has had no stream
 // for workerLinger, and none outlives the connection (see stop).
+//
+// The hand-off is one channel operation on each side (a goroutine waits
+// in a plain receive, which costs less than a select of two channels)
+// and the waiting goroutines are counted with an atomic counter rather
+// than tokens in a channel: the reader wakes a stream's goroutine for
+// every request, so each operation saved there is saved per request.
 type h2Workers struct {
 	// work hands a stream to a waiting goroutine; unbuffered, so that a
-	// send succeeds only if one waits. A nil stream sends it away.
+	// send succeeds only if one waits. A nil stream sends it away, and
+	// stop closes it, which sends them all away.
 	work chan *h2Stream
-	// idle holds a token per waiting goroutine, which bounds them.
-	idle chan struct{}
-	// quit, closed by stop, sends the waiting goroutines away.
-	quit chan struct{}
+	// waiting counts the goroutines waiting or on their way to wait,
+	// which it bounds.
+	waiting atomic.Int32
 	// running counts the goroutines, waiting or not.
 	running sync.WaitGroup
 	// started counts the streams handed over, which the linger timer
@@ -54,8 +60,6 @@ type h2Workers struct {
 // init readies w for a new connection.
 func (w *h2Workers) init() {
 	w.work = make(chan *h2Stream)
-	w.idle = make(chan struct{}, maxIdleStreamWorkers)
-	w.quit = make(chan struct{})
 }
 
 // start runs st in a waiting goroutine, or in a new one when none waits.
@@ -76,21 +80,15 @@ func (w *h2Workers) serve(st *h2Stream) {
 	defer w.running.Done()
 	for {
 		st.run()
-		select {
-		case w.idle <- struct{}{}:
-		default:
+		if w.waiting.Add(1) > maxIdleStreamWorkers {
 			// Enough wait already.
+			w.waiting.Add(-1)
 			return
 		}
-		select {
-		case st = <-w.work:
-			<-w.idle
-			if st == nil {
-				// Sent away: the connection idles.
-				return
-			}
-		case <-w.quit:
-			<-w.idle
+		st = <-w.work
+		w.waiting.Add(-1)
+		if st == nil {
+			// Sent away: the connection idles, or ended (stop).
 			return
 		}
 	}
@@ -133,7 +131,7 @@ func (w *h2Workers) expire() {
 			sent = false
 		}
 	}
-	if len(w.idle) > 0 {
+	if w.waiting.Load() > 0 {
 		// A goroutine is on its way to wait: the next period sends it
 		// away.
 		w.linger.Reset(workerLinger)
@@ -144,7 +142,8 @@ func (w *h2Workers) expire() {
 
 // stop ends the waiting goroutines and waits for every one to return;
 // called once the connection's streams are all done, after the last
-// start.
+// start. The linger timer is stopped first, under mu, so that expire
+// sends nothing on the closed channel.
 func (w *h2Workers) stop() {
 	w.mu.Lock()
 	w.stopped = true
@@ -152,6 +151,6 @@ func (w *h2Workers) stop() {
 		w.linger.Stop()
 	}
 	w.mu.Unlock()
-	close(w.quit)
+	close(w.work)
 	w.running.Wait()
 }

@@ -155,7 +155,7 @@ func TestIdleHTTP2ConnectionSendsWorkersAway(t *testing.T) {
 	waitFor(t, "no waiting stream goroutine", func() bool {
 		h.workers.mu.Lock()
 		defer h.workers.mu.Unlock()
-		return !h.workers.armed && len(h.workers.idle) == 0
+		return !h.workers.armed && h.workers.waiting.Load() == 0
 	})
 	get()
 }

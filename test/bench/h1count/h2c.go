@@ -11,7 +11,11 @@ import (
 
 // h2loadDone is h2load's summary of a run: "requests: N total, N started,
 // N done, N succeeded, N failed, N errored, N timeout".
-var h2loadDone = regexp.MustCompile(`requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded`)
+var h2loadDone = regexp.MustCompile(`requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded[^\n]*`)
+
+// h2loadStatus is h2load's count of the responses by status class:
+// "status codes: N 2xx, N 3xx, N 4xx, N 5xx".
+var h2loadStatus = regexp.MustCompile(`status codes: [^\n]*`)
 
 // loadH2c sends n GET requests with h2load over conns h2c (prior
 // knowledge) connections, streams at a time on each, as the peers script
@@ -30,7 +34,10 @@ func loadH2c(ctx context.Context, addr string, conns, streams, n int) error {
 		return fmt.Errorf("h2load printed no summary: %s", out)
 	}
 	if total, ok := string(m[1]), string(m[2]); total != strconv.Itoa(n) || ok != total {
-		return fmt.Errorf("h2load: %s of %s requests succeeded", ok, total)
+		// h2load's summary says how the others ended: reset, timed out,
+		// or answered with which class of status.
+		return fmt.Errorf("h2load: %s of %s requests succeeded: %s; %s", ok, total,
+			h2loadDone.Find(out), h2loadStatus.Find(out))
 	}
 	return nil
 }

@@ -8,12 +8,16 @@ import (
 
 // Field is one decoded header field. Name and Value are views valid only
 // during the emit call that receives them: a caller that keeps them copies
-// them.
+// them, unless StaticName or StaticValue says they are the static table's.
 type Field struct {
 	Name, Value string
 	// Sensitive: the field came as a literal never indexed (RFC 7541
 	// §6.2.3), which an intermediary must forward the same way.
 	Sensitive bool
+	// StaticName and StaticValue: the string is a static table entry's
+	// (§2.3.1: ":method: GET", the name "user-agent"), which lives as
+	// long as the program and may be kept without a copy.
+	StaticName, StaticValue bool
 }
 
 // DecodingError is a malformed header block: for HTTP/2 a connection
@@ -172,7 +176,8 @@ func (d *Decoder) field(p []byte) ([]byte, error) {
 		if err != nil {
 			return p, err
 		}
-		return rest, d.callEmit(name, value, false)
+		static := i <= uint64(len(staticTable))
+		return rest, d.callEmit(Field{Name: view(name), Value: view(value), StaticName: static, StaticValue: static})
 	case b&0xc0 == 0x40: // §6.2.1 literal with incremental indexing
 		return d.literal(p, 6, true, false)
 	case b&0xf0 == 0: // §6.2.2 literal without indexing
@@ -247,7 +252,12 @@ func (d *Decoder) literal(p []byte, n uint, index, sensitive bool) ([]byte, erro
 			name, value = n, v
 		}
 	}
-	return rest, d.callEmit(name, value, sensitive)
+	f := Field{Name: view(name), Value: view(value), Sensitive: sensitive}
+	if i > 0 && i <= uint64(len(staticTable)) {
+		// The static entry's name rather than the table's copy of it.
+		f.Name, f.StaticName = staticTable[i-1].name, true
+	}
+	return rest, d.callEmit(f)
 }
 
 // at returns the field at index i of the static and dynamic tables (§2.3.3).
@@ -267,12 +277,12 @@ func (d *Decoder) at(i uint64) (name, value []byte, err error) {
 }
 
 // callEmit checks a field's lengths and hands it out.
-func (d *Decoder) callEmit(name, value []byte, sensitive bool) error {
-	if d.maxStrLen != 0 && (len(name) > d.maxStrLen || len(value) > d.maxStrLen) {
+func (d *Decoder) callEmit(f Field) error {
+	if d.maxStrLen != 0 && (len(f.Name) > d.maxStrLen || len(f.Value) > d.maxStrLen) {
 		return ErrStringLength
 	}
 	d.fieldSeen = true
-	d.emit(Field{Name: view(name), Value: view(value), Sensitive: sensitive})
+	d.emit(f)
 	return nil
 }
 

@@ -27,7 +27,8 @@ type collector struct {
 func newCollector(size uint32) *collector {
 	c := &collector{}
 	c.d = NewDecoder(size, func(f Field) {
-		c.fields = append(c.fields, Field{strings.Clone(f.Name), strings.Clone(f.Value), f.Sensitive})
+		c.fields = append(c.fields, Field{Name: strings.Clone(f.Name), Value: strings.Clone(f.Value), Sensitive: f.Sensitive,
+			StaticName: f.StaticName, StaticValue: f.StaticValue})
 	})
 	return c
 }
@@ -372,5 +373,30 @@ func TestSensitive(t *testing.T) {
 	}
 	if got := c.dynamic(); fmt.Sprint(got) != "[c: 3]" {
 		t.Fatalf("table %q", got)
+	}
+}
+
+// TestStaticStrings: the strings of the static table are reported as such,
+// whichever representation refers to them, and no other string is.
+func TestStaticStrings(t *testing.T) {
+	c := newCollector(4096)
+	// Indexed ":method: GET" (2); "user-agent" (58) with a literal value,
+	// added to the table; "accept" (19) with a literal value, not added;
+	// a literal name; then the dynamic entry added first (62): name and
+	// value are the table's, not static.
+	block := "82 7a0178 0f040179 0001610162 be"
+	fs, err := c.block(unhex(t, block), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Field{
+		{Name: ":method", Value: "GET", StaticName: true, StaticValue: true},
+		{Name: "user-agent", Value: "x", StaticName: true},
+		{Name: "accept", Value: "y", StaticName: true},
+		{Name: "a", Value: "b"},
+		{Name: "user-agent", Value: "x"},
+	}
+	if fmt.Sprint(fs) != fmt.Sprint(want) {
+		t.Fatalf("fields %+v, want %+v", fs, want)
 	}
 }
