@@ -25,6 +25,7 @@ import (
 	zstddv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/decompressor/v3"
 	earlydatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/early_data/v3"
 	adaptiveconcurrencyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/adaptive_concurrency/v3"
+	apikeyauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/api_key_auth/v3"
 	admissioncontrolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/admission_control/v3"
 	basicauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/basic_auth/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
@@ -146,6 +147,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/adaptiveconcurrency"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/admissioncontrol"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/apikeyauth"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/basicauth"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/buffer"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cache"
@@ -285,6 +287,7 @@ func Registry() *extension.Registry {
 
 		extension.Of(adaptiveconcurrency.Name, HTTPFilters, &adaptiveconcurrencyv3.AdaptiveConcurrency{}, adaptiveconcurrency.Factory{}),
 		extension.Of(admissioncontrol.Name, HTTPFilters, &admissioncontrolv3.AdmissionControl{}, admissioncontrol.Factory{}),
+		extension.Of(apikeyauth.Name, HTTPFilters, &apikeyauthv3.ApiKeyAuth{}, apikeyauth.Factory{}).WithRouteConfig(&apikeyauthv3.ApiKeyAuthPerRoute{}),
 		extension.Of(buffer.Name, HTTPFilters, &bufferv3.Buffer{}, buffer.Factory{}).WithRouteConfig(&bufferv3.BufferPerRoute{}),
 		extension.Of(cache.Name, HTTPFilters, &cachev3.CacheConfig{}, cache.Factory{}),
 		extension.Of(composite.Name, HTTPFilters, &compositev3.Composite{}, composite.Factory{}).WithRouteConfig(&compositev3.CompositePerRoute{}),
