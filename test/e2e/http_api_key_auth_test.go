@@ -22,7 +22,7 @@ var _ = Describe("The api_key_auth filter", func() {
 			`{credentials: [{key: k3, client: carol}], forwarding: {header: x-who}}`) + `}`
 		sc := Start(dir, proxySpec{
 			Port: port,
-			HCM: `{stat_prefix: web, access_log: [` + fileLog(dir+"/access.log", "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS%\n") + `]}`,
+			HCM:  `{stat_prefix: web, access_log: [` + fileLog(dir+"/access.log", "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS%\n") + `]}`,
 			Routes: `[{match: {prefix: /admin}, route: {cluster: up}, typed_per_filter_config: ` + admins + `},
 			  {match: {prefix: /other}, route: {cluster: up}, typed_per_filter_config: ` + other + `},
 			  {match: {prefix: /}, route: {cluster: up}}]`,

@@ -290,6 +290,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedJSONToMetadata,
 	supportedMatchingCommon,
 	supportedAPIKeyAuth,
+	supportedCredentialInjector,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

@@ -25,8 +25,8 @@ import (
 	zstddv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/decompressor/v3"
 	earlydatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/early_data/v3"
 	adaptiveconcurrencyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/adaptive_concurrency/v3"
-	apikeyauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/api_key_auth/v3"
 	admissioncontrolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/admission_control/v3"
+	apikeyauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/api_key_auth/v3"
 	basicauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/basic_auth/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cache/v3"
@@ -34,6 +34,7 @@ import (
 	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	compressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/compressor/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	credentialinjectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/credential_injector/v3"
 	csrfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/csrf/v3"
 	customresponsev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/custom_response/v3"
 	decompressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
@@ -88,6 +89,8 @@ import (
 	filesinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/health_check/event_sinks/file/v3"
 	simplecachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/cache/simple_http_cache/v3"
 	preservecasev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/header_formatters/preserve_case/v3"
+	injgenericv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/injected_credentials/generic/v3"
+	injoauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/injected_credentials/oauth2/v3"
 	ipcustomheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/custom_header/v3"
 	ipxffv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/xff/v3"
 	sessioncookiev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/cookie/v3"
@@ -156,6 +159,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/composite"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/compressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cors"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/credentialinjector"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/csrf"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/customresponse"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/decompressor"
@@ -206,6 +210,9 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/rbacengine"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/udpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck/eventsink"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/injectedcredentials"
+	injgeneric "github.com/outrigger-dev/outrigger/pkg/proxy/injectedcredentials/generic"
+	injoauth2 "github.com/outrigger-dev/outrigger/pkg/proxy/injectedcredentials/oauth2"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	ipcustomheader "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/customheader"
 	ipxff "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/xff"
@@ -295,6 +302,7 @@ func Registry() *extension.Registry {
 		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
 		extension.Of(basicauth.Name, HTTPFilters, &basicauthv3.BasicAuth{}, basicauth.Factory{}).WithRouteConfig(&basicauthv3.BasicAuthPerRoute{}),
 		extension.Of(cdnloop.Name, HTTPFilters, &cdnloopv3.CdnLoopConfig{}, cdnloop.Factory{}),
+		extension.Of(credentialinjector.Name, HTTPFilters, &credentialinjectorv3.CredentialInjector{}, credentialinjector.Factory{}),
 		extension.Of(csrf.Name, HTTPFilters, &csrfv3.CsrfPolicy{}, csrf.Factory{}).WithRouteConfig(&csrfv3.CsrfPolicy{}),
 		extension.Of(customresponse.Name, HTTPFilters, &customresponsev3.CustomResponse{}, customresponse.Factory{}).WithRouteConfig(&customresponsev3.CustomResponse{}),
 		extension.Of(decompressor.Name, HTTPFilters, &decompressorv3.Decompressor{}, decompressor.Factory{}),
@@ -325,6 +333,9 @@ func Registry() *extension.Registry {
 		extension.Of(setmetadata.Name, HTTPFilters, &setmetadatav3.Config{}, setmetadata.Factory{}),
 		extension.Of(statefulsession.Name, HTTPFilters, &statefulsessionv3.StatefulSession{}, statefulsession.Factory{}).WithRouteConfig(&statefulsessionv3.StatefulSessionPerRoute{}),
 		extension.Of(httptap.Name, HTTPFilters, &taphttpv3.Tap{}, httptap.Factory{}),
+
+		extension.Of(injgeneric.Name, injectedcredentials.Category, &injgenericv3.Generic{}, injgeneric.Factory{}),
+		extension.Of(injoauth2.Name, injectedcredentials.Category, &injoauth2v3.OAuth2{}, injoauth2.Factory{}),
 
 		extension.Of(simple.Name, cache.StorageCategory, &simplecachev3.SimpleHttpCacheConfig{}, simple.NewFactory()),
 
