@@ -52,6 +52,7 @@ import (
 	iptaggingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ip_tagging/v3"
 	j2mv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/json_to_metadata/v3"
 	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
+	killrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/kill_request/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	luav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/lua/v3"
 	oauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/oauth2/v3"
@@ -177,6 +178,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/iptagging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jsontometadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jwtauthn"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/killrequest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/lua"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/matchdelegate"
@@ -320,6 +322,7 @@ func Registry() *extension.Registry {
 		extension.Of(iptagging.Name, HTTPFilters, &iptaggingv3.IPTagging{}, iptagging.Factory{}),
 		extension.Of(jsontometadata.Name, HTTPFilters, &j2mv3.JsonToMetadata{}, jsontometadata.Factory{}),
 		extension.Of(jwtauthn.Name, HTTPFilters, &jwtauthnv3.JwtAuthentication{}, jwtauthn.Factory{}).WithRouteConfig(&jwtauthnv3.PerRouteConfig{}),
+		extension.Of(killrequest.Name, HTTPFilters, &killrequestv3.KillRequest{}, killrequest.Factory{}).WithRouteConfig(&killrequestv3.KillRequest{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(lua.Name, HTTPFilters, &luav3.Lua{}, lua.Factory{}).WithRouteConfig(&luav3.LuaPerRoute{}),
 		extension.Of(matchdelegate.Name, HTTPFilters, &matchingv3.ExtensionWithMatcher{}, matchdelegate.Factory{}).WithRouteConfig(&matchingv3.ExtensionWithMatcherPerRoute{}),

@@ -68,6 +68,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.ip_tagging envoy.extensions.filters.http.ip_tagging.v3.IPTagging",
 		"envoy.filters.http proxy.filters.http.json_to_metadata envoy.extensions.filters.http.json_to_metadata.v3.JsonToMetadata",
 		"envoy.filters.http proxy.filters.http.jwt_authn envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
+		"envoy.filters.http proxy.filters.http.kill_request envoy.extensions.filters.http.kill_request.v3.KillRequest",
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.http proxy.filters.http.lua envoy.extensions.filters.http.lua.v3.Lua",
 		"envoy.filters.http proxy.filters.http.match_delegate envoy.extensions.common.matching.v3.ExtensionWithMatcher",

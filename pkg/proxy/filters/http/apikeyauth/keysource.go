@@ -60,7 +60,7 @@ func findKey(s httpfilter.Stream, sources []keySource) string {
 func (ks keySource) get(s httpfilter.Stream) string {
 	switch ks.kind {
 	case fromHeader:
-		v, ok := firstValue(s.RequestHeaders(), ks.name)
+		v, ok := router.FirstField(s.RequestHeaders(), ks.name)
 		if !ok {
 			return ""
 		}
@@ -72,15 +72,6 @@ func (ks keySource) get(s httpfilter.Stream) string {
 		v, _ := router.CookieValue(s.RequestHeaders(), ks.name)
 		return v
 	}
-}
-
-// firstValue is the first field of the header name (Envoy reads header[0]),
-// not the values joined.
-func firstValue(h router.HeaderGetter, name string) (string, bool) {
-	if fields, ok := h.(router.HeaderFields); ok {
-		return fields.Field(name, 0)
-	}
-	return h.Get(name)
 }
 
 // removeKey removes the key from every source, as hide_credentials asks:
