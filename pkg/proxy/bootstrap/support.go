@@ -292,6 +292,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedAPIKeyAuth,
 	supportedCredentialInjector,
 	supportedKillRequest,
+	supportedBandwidthLimit,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

@@ -27,6 +27,7 @@ import (
 	adaptiveconcurrencyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/adaptive_concurrency/v3"
 	admissioncontrolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/admission_control/v3"
 	apikeyauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/api_key_auth/v3"
+	bandwidthlimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/bandwidth_limit/v3"
 	basicauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/basic_auth/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cache/v3"
@@ -152,6 +153,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/adaptiveconcurrency"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/admissioncontrol"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/apikeyauth"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/bandwidthlimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/basicauth"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/buffer"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cache"
@@ -297,6 +299,7 @@ func Registry() *extension.Registry {
 		extension.Of(adaptiveconcurrency.Name, HTTPFilters, &adaptiveconcurrencyv3.AdaptiveConcurrency{}, adaptiveconcurrency.Factory{}),
 		extension.Of(admissioncontrol.Name, HTTPFilters, &admissioncontrolv3.AdmissionControl{}, admissioncontrol.Factory{}),
 		extension.Of(apikeyauth.Name, HTTPFilters, &apikeyauthv3.ApiKeyAuth{}, apikeyauth.Factory{}).WithRouteConfig(&apikeyauthv3.ApiKeyAuthPerRoute{}),
+		extension.Of(bandwidthlimit.Name, HTTPFilters, &bandwidthlimitv3.BandwidthLimit{}, bandwidthlimit.Factory{}).WithRouteConfig(&bandwidthlimitv3.BandwidthLimit{}),
 		extension.Of(buffer.Name, HTTPFilters, &bufferv3.Buffer{}, buffer.Factory{}).WithRouteConfig(&bufferv3.BufferPerRoute{}),
 		extension.Of(cache.Name, HTTPFilters, &cachev3.CacheConfig{}, cache.Factory{}),
 		extension.Of(composite.Name, HTTPFilters, &compositev3.Composite{}, composite.Factory{}).WithRouteConfig(&compositev3.CompositePerRoute{}),

@@ -43,6 +43,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.adaptive_concurrency envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency",
 		"envoy.filters.http proxy.filters.http.admission_control envoy.extensions.filters.http.admission_control.v3.AdmissionControl",
 		"envoy.filters.http proxy.filters.http.api_key_auth envoy.extensions.filters.http.api_key_auth.v3.ApiKeyAuth",
+		"envoy.filters.http proxy.filters.http.bandwidth_limit envoy.extensions.filters.http.bandwidth_limit.v3.BandwidthLimit",
 		"envoy.filters.http proxy.filters.http.basic_auth envoy.extensions.filters.http.basic_auth.v3.BasicAuth",
 		"envoy.filters.http proxy.filters.http.buffer envoy.extensions.filters.http.buffer.v3.Buffer",
 		"envoy.filters.http proxy.filters.http.cache envoy.extensions.filters.http.cache.v3.CacheConfig",
