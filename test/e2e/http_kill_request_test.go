@@ -17,10 +17,10 @@ var _ = Describe("The kill_request filter", func() {
 		port := freePort()
 		noKill := `{envoy.filters.http.kill_request: ` + withType(killRequestType, `{probability: {numerator: 0}}`) + `}`
 		sc := Start(newDir(), proxySpec{
-			Port:    port,
-			HCM:     `{stat_prefix: web}`,
-			Routes:  `[{match: {prefix: /safe}, route: {cluster: up}, typed_per_filter_config: ` + noKill + `}, {match: {prefix: /}, route: {cluster: up}}]`,
-			Filters: "[" + httpFilter("envoy.filters.http.kill_request", killRequestType, `{probability: {numerator: 100}}`) + "]",
+			Port:     port,
+			HCM:      `{stat_prefix: web}`,
+			Routes:   `[{match: {prefix: /safe}, route: {cluster: up}, typed_per_filter_config: ` + noKill + `}, {match: {prefix: /}, route: {cluster: up}}]`,
+			Filters:  "[" + httpFilter("envoy.filters.http.kill_request", killRequestType, `{probability: {numerator: 100}}`) + "]",
 			Clusters: []proxyCluster{{Name: "up", Port: portNum(echoHeadersUpstream())}},
 		}.YAML())
 
@@ -35,7 +35,7 @@ var _ = Describe("The kill_request filter", func() {
 		req, _ := http.NewRequest("GET", listenerURL(port, "/"), nil)
 		req.Header.Set("X-Envoy-Kill-Request", "TRUE")
 		_, err = plain.Do(req)
-		Expect(err).To(HaveOccurred()) // the connection dies with the process
+		Expect(err).To(HaveOccurred())                       // the connection dies with the process
 		Expect(sc.Wait(10 * time.Second)).To(Equal(128 + 6)) // SIGABRT
 		Expect(sc.Stderr()).To(ContainSubstring("assert failure: false. Details: KillRequestFilter is crashing Envoy!!!"))
 	})
