@@ -293,6 +293,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCredentialInjector,
 	supportedKillRequest,
 	supportedBandwidthLimit,
+	supportedGrpcReverseBridge,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

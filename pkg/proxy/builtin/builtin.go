@@ -44,6 +44,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	grpchttp1bridgev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_http1_bridge/v3"
+	grpcreversebridgev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_http1_reverse_bridge/v3"
 	grpcjsontranscoderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_json_transcoder/v3"
 	grpcstatsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_stats/v3"
 	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
@@ -171,6 +172,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/extproc"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/fault"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpchttp1bridge"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpchttp1reversebridge"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcjsontranscoder"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcweb"
@@ -318,6 +320,7 @@ func Registry() *extension.Registry {
 		extension.Of(grpcjsontranscoder.Name, HTTPFilters, &grpcjsontranscoderv3.GrpcJsonTranscoder{}, grpcjsontranscoder.Factory{}).WithRouteConfig(&grpcjsontranscoderv3.GrpcJsonTranscoder{}),
 		extension.Of(grpcstats.Name, HTTPFilters, &grpcstatsv3.FilterConfig{}, grpcstats.Factory{}),
 		extension.Of(grpchttp1bridge.Name, HTTPFilters, &grpchttp1bridgev3.Config{}, grpchttp1bridge.Factory{}),
+		extension.Of(grpchttp1reversebridge.Name, HTTPFilters, &grpcreversebridgev3.FilterConfig{}, grpchttp1reversebridge.Factory{}).WithRouteConfig(&grpcreversebridgev3.FilterConfigPerRoute{}),
 		extension.Of(grpcweb.Name, HTTPFilters, &grpcwebv3.GrpcWeb{}, grpcweb.Factory{}),
 		extension.Of(headermutation.Name, HTTPFilters, &headermutationv3.HeaderMutation{}, headermutation.Factory{}).WithRouteConfig(&headermutationv3.HeaderMutationPerRoute{}),
 		extension.Of(headertometadata.Name, HTTPFilters, &headertometadatav3.Config{}, headertometadata.Factory{}).WithRouteConfig(&headertometadatav3.Config{}),

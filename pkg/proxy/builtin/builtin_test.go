@@ -60,6 +60,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.ext_proc envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor",
 		"envoy.filters.http proxy.filters.http.fault envoy.extensions.filters.http.fault.v3.HTTPFault",
 		"envoy.filters.http proxy.filters.http.grpc_http1_bridge envoy.extensions.filters.http.grpc_http1_bridge.v3.Config",
+		"envoy.filters.http proxy.filters.http.grpc_http1_reverse_bridge envoy.extensions.filters.http.grpc_http1_reverse_bridge.v3.FilterConfig",
 		"envoy.filters.http proxy.filters.http.grpc_json_transcoder envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder",
 		"envoy.filters.http proxy.filters.http.grpc_stats envoy.extensions.filters.http.grpc_stats.v3.FilterConfig",
 		"envoy.filters.http proxy.filters.http.grpc_web envoy.extensions.filters.http.grpc_web.v3.GrpcWeb",
