@@ -294,6 +294,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedKillRequest,
 	supportedBandwidthLimit,
 	supportedGrpcReverseBridge,
+	supportedCustomResponsePolicy,
 }
 
 // supportIndex is every per-area table merged into one map, built on first
