@@ -54,7 +54,7 @@ func TestThrottleStatsAndTrailers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := tr["x-bandwidth-response-filter-delay-ms"]; len(v) != 1 || v[0] != "100" {
+	if tr.Get("x-bandwidth-response-filter-delay-ms") != "100" {
 		t.Errorf("trailers %v", tr)
 	}
 	if th.KeepsLength() {

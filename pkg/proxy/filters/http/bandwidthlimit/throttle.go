@@ -82,7 +82,7 @@ func setTrailer(trailers http.Header, name string, ms int64) http.Header {
 	if trailers == nil {
 		trailers = http.Header{}
 	}
-	trailers[name] = []string{strconv.FormatInt(ms, 10)}
+	trailers.Set(name, strconv.FormatInt(ms, 10))
 	return trailers
 }
 

@@ -90,7 +90,7 @@ func (e *responseFramer) EncodeEnd(trailers http.Header) ([]byte, http.Header, e
 	if trailers == nil {
 		trailers = http.Header{}
 	}
-	trailers["grpc-status"] = []string{e.grpcStatus}
+	trailers.Set("grpc-status", e.grpcStatus)
 	if !e.withhold {
 		return nil, trailers, nil
 	}
