@@ -161,6 +161,30 @@ var _ = Describe("The credential_injector filter", func() {
 		Expect(httpStat(sc, "http.basic.credential_injector.injected")).To(Equal("1"))
 	})
 
+	It("injects its credential on every upstream attempt as an upstream filter", func() {
+		rec := &attemptRecorder{failFirst: 1}
+		port := freePort()
+		sc := Start(newDir(), proxySpec{
+			Port:   port,
+			HCM:    `{stat_prefix: web}`,
+			Routes: `[{match: {prefix: /}, route: {cluster: up, retry_policy: {retry_on: 5xx, num_retries: 1, retry_back_off: {base_interval: 0.001s}}}}]`,
+			Router: `{upstream_http_filters: [` + credentialInjector(`overwrite: true, `, "envoy.http.injected_credentials.generic", injectedGenericType,
+				`{credential: {name: up-token}}`) + `, ` + upstreamCodec + `]}`,
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(httpTestUpstream(rec, false))}},
+			Top:      `{static_resources: {secrets: [{name: up-token, generic_secret: {secret: {inline_string: "Bearer upstream"}}}]}}`,
+		}.YAML())
+		r := httpDo(plain, "GET", listenerURL(port, "/"), nil, http.Header{"Authorization": {"Bearer client"}})
+		Expect(r.Status).To(Equal(200))
+		seen := rec.attempts()
+		Expect(seen).To(HaveLen(2))
+		for i, h := range seen {
+			Expect(h.Values("Authorization")).To(Equal([]string{"Bearer upstream"}), "attempt %d", i+1)
+		}
+		// The router's upstream filters keep their stats under the
+		// server's scope.
+		Expect(httpStat(sc, "credential_injector.injected")).To(Equal("2"))
+	})
+
 	It("refuses an OAuth2 credential without a client secret, with the field path", func() {
 		r, _ := validate("o.yaml", tailLogSpec(freePort(), "["+credentialInjector(``, "envoy.http.injected_credentials.oauth2", injectedOAuth2Type,
 			`{token_endpoint: {cluster: up, uri: "http://idp/token", timeout: 1s}, client_credentials: {client_id: app}}`)+"]", "x"))

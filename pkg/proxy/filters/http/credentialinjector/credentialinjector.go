@@ -5,7 +5,7 @@
 // is set. A request it has no credential for gets Envoy's 401, unless
 // allow_request_without_credential lets it through.
 // Stats: http.<stat_prefix>.credential_injector.injected, failed and
-// already_exists.
+// already_exists. It runs in upstream filter chains too.
 package credentialinjector
 
 import (
@@ -28,7 +28,13 @@ const Name = "proxy.filters.http.credential_injector"
 // Factory builds the filter.
 type Factory struct{}
 
-var _ httpfilter.Factory = Factory{}
+var _ httpfilter.UpstreamCapable = Factory{}
+
+// UpstreamCapable implements httpfilter.UpstreamCapable: as in Envoy, the
+// filter may run in the router's upstream_http_filters, where each attempt
+// gets the credential (a cluster's http_filters reach no stats nor
+// secrets: it is refused there).
+func (Factory) UpstreamCapable() {}
 
 // Compile implements httpfilter.Factory.
 func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
@@ -37,7 +43,8 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		return nil, errors.New("not a CredentialInjector configuration")
 	}
 	if ctx.Stats == nil {
-		return nil, errors.New("no stat store")
+		// A cluster's upstream chain: refused there, with its reason.
+		return nil, httpfilter.ErrNoStats
 	}
 	if ctx.Extensions == nil {
 		return nil, errors.New("credential: no extension registry")
