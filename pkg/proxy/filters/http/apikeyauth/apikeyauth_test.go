@@ -5,9 +5,7 @@ import (
 	"testing"
 
 	apikeyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/api_key_auth/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/yaml"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
@@ -17,14 +15,7 @@ import (
 // parse reads y into m, as a configuration's YAML would.
 func parse[M proto.Message](t *testing.T, y string, m M) M {
 	t.Helper()
-	j, err := yaml.YAMLToJSON([]byte(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := protojson.Unmarshal(j, m); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return httpfiltertest.ParseYAML(t, y, m)
 }
 
 const config = `{credentials: [{key: k1, client: alice}, {key: k2, client: bob}],
