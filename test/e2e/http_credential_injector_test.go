@@ -100,7 +100,6 @@ var _ = Describe("The credential_injector filter", func() {
 			_ = r.ParseForm()
 			mu.Lock()
 			requests = append(requests, tokenRequest{r.Header.Get("Content-Type"), r.Header.Get("Authorization"), r.PostForm, string(raw)})
-			n := len(requests)
 			mu.Unlock()
 			if r.URL.Path != "/oauth/token" || r.Method != http.MethodPost {
 				http.Error(w, "wrong endpoint", http.StatusNotFound)
@@ -111,7 +110,7 @@ var _ = Describe("The credential_injector filter", func() {
 				_, _ = io.WriteString(w, `{"access_token": "body-token", "token_type": "bearer", "expires_in": "3600"}`)
 				return
 			}
-			_, _ = io.WriteString(w, `{"access_token": "tok-`+string(rune('0'+n))+`", "token_type": "bearer", "expires_in": 3600}`)
+			_, _ = io.WriteString(w, `{"access_token": "basic-token", "token_type": "bearer", "expires_in": 3600}`)
 		}), false)
 		basic, body := freePort(), freePort()
 		up := proxyCluster{Name: "up", Port: portNum(echoHeadersUpstream())}
@@ -137,7 +136,7 @@ var _ = Describe("The credential_injector filter", func() {
 		Eventually(func() string { return httpStat(sc, "http.basic.credential_injector.oauth2.token_fetched") }).Should(Equal("1"))
 		Eventually(func() string { return httpStat(sc, "http.body.credential_injector.oauth2.token_fetched") }).Should(Equal("1"))
 		seen := tailSeen(httpDo(plain, "GET", listenerURL(basic, "/"), nil, nil))
-		Expect(seen).To(HaveKeyWithValue("Authorization", "Bearer tok-1"))
+		Expect(seen).To(HaveKeyWithValue("Authorization", "Bearer basic-token"))
 		seen = tailSeen(httpDo(plain, "GET", listenerURL(body, "/"), nil, nil))
 		Expect(seen).To(HaveKeyWithValue("Authorization", "Bearer body-token"))
 
