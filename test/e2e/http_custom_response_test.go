@@ -101,7 +101,7 @@ var _ = Describe("The custom_response filter", func() {
 		Expect(r.Body).To(Equal("<p>gone for good</p>"))
 	})
 
-	It("refuses the redirect policy and body_format with their paths", func() {
+	It("refuses the redirect policy with its path", func() {
 		cfg := func(matcher string) string {
 			return proxySpec{
 				Port:     freePort(),
@@ -113,8 +113,37 @@ var _ = Describe("The custom_response filter", func() {
 		r, _ := validate("b.yaml", cfg(`{on_no_match: {action: {name: r, typed_config: {"@type": type.googleapis.com/envoy.extensions.http.custom_response.redirect_policy.v3.RedirectPolicy, uri: "https://example.com/error"}}}}`))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(at + `on_no_match.action.typed_config: type "envoy.extensions.http.custom_response.redirect_policy.v3.RedirectPolicy" is not supported here`))
-		r, _ = validate("b.yaml", cfg(`{on_no_match: `+localPolicy(`body_format: {text_format: "%RESPONSE_CODE%"}`)+`}`))
-		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring(at + "on_no_match.action.typed_config.body_format: not supported by Outrigger"))
+	})
+
+	It("formats the body with body_format and sets the response code details as the policy says", func() {
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("x-why", "quota")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}), false)
+		dir := newDir()
+		logPath := filepath.Join(dir, "access.log")
+		port := freePort()
+		matcher := `{custom_response_matcher: {matcher_list: {matchers: [
+			{predicate: ` + headerIs("x-case", "format") + `, on_match: ` + localPolicy(`status_code: 503, body: {inline_string: "slow down"},
+				body_format: {text_format_source: {inline_string: "%LOCAL_REPLY_BODY% (%RESPONSE_CODE% %RESP(x-why)% %REQ(:path)%)"}}, response_code_details: custom_quota`) + `},
+			{predicate: ` + headerIs("x-case", "keep") + `, on_match: ` + localPolicy(`body: {inline_string: "kept"}, preserve_response_code_details: true`) + `},
+			{predicate: ` + headerIs("x-case", "clear") + `, on_match: ` + localPolicy(`body: {inline_string: "cleared"}`) + `}]}}}`
+		Start(dir, proxySpec{
+			Port:     port,
+			HCM:      `{stat_prefix: web, access_log: [` + fileLog(logPath, "%REQ(x-case)% %RESPONSE_CODE% [%RESPONSE_CODE_DETAILS%]\n") + `]}`,
+			Filters:  "[" + httpFilter("envoy.filters.http.custom_response", customResponseType, matcher) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+		}.YAML(), "--file-flush-interval-msec", "100")
+
+		r := httpDo(http.DefaultClient, http.MethodGet, listenerURL(port, "/q"), nil, http.Header{"X-Case": {"format"}})
+		Expect(r.Status).To(Equal(503))
+		Expect(r.Body).To(Equal("slow down (429 quota /q)"))
+		Expect(r.Header.Get("content-type")).To(Equal("text/plain"))
+		Expect(httpDo(http.DefaultClient, http.MethodGet, listenerURL(port, "/q"), nil, http.Header{"X-Case": {"keep"}}).Body).To(Equal("kept"))
+		Expect(httpDo(http.DefaultClient, http.MethodGet, listenerURL(port, "/q"), nil, http.Header{"X-Case": {"clear"}}).Body).To(Equal("cleared"))
+		Eventually(func() string { return readFile(logPath) }).Should(And(
+			ContainSubstring("format 503 [custom_quota]\n"),
+			ContainSubstring("keep 429 [via_upstream]\n"),
+			MatchRegexp(`(?m)^clear 429 \[-?\]$`)))
 	})
 })

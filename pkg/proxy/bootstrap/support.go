@@ -289,6 +289,12 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedSetFilterState,
 	supportedJSONToMetadata,
 	supportedMatchingCommon,
+	supportedAPIKeyAuth,
+	supportedCredentialInjector,
+	supportedKillRequest,
+	supportedBandwidthLimit,
+	supportedGrpcReverseBridge,
+	supportedCustomResponsePolicy,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

@@ -12,7 +12,7 @@ func TestValidateBootstrapExtensions(t *testing.T) {
 		ilURL  = `type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener`
 		re2URL = `type.googleapis.com/envoy.extensions.regex_engines.v3.GoogleRE2`
 		// generic is what a TypedExtensionConfig elsewhere takes.
-		generic = "envoy.network.dns_resolver or envoy.load_balancing_policies or envoy.regex_engines or envoy.compression.compressor or envoy.compression.decompressor or envoy.formatter or envoy.tracers.opentelemetry.resource_detectors or envoy.tracers.opentelemetry.samplers or envoy.filters.http or envoy.rate_limit_descriptors or envoy.router.cluster_specifier_plugin or envoy.http.original_ip_detection or envoy.internal_redirect_predicates or envoy.rbac.principals or envoy.health_check.event_sinks or envoy.path.match or envoy.path.rewrite or envoy.http.stateful_header_formatters or envoy.route.early_data_policy or envoy.tls.cert_validator or envoy.http.stateful_session"
+		generic = "envoy.network.dns_resolver or envoy.load_balancing_policies or envoy.regex_engines or envoy.compression.compressor or envoy.compression.decompressor or envoy.formatter or envoy.tracers.opentelemetry.resource_detectors or envoy.tracers.opentelemetry.samplers or envoy.filters.http or envoy.rate_limit_descriptors or envoy.router.cluster_specifier_plugin or envoy.http.original_ip_detection or envoy.internal_redirect_predicates or envoy.rbac.principals or envoy.health_check.event_sinks or envoy.path.match or envoy.path.rewrite or envoy.http.stateful_header_formatters or envoy.route.early_data_policy or envoy.tls.cert_validator or envoy.http.stateful_session or envoy.http.injected_credentials"
 	)
 	runValidateCases(t, map[string]validateCase{
 		"internal_listener": {

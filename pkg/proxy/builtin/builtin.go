@@ -26,6 +26,8 @@ import (
 	earlydatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/early_data/v3"
 	adaptiveconcurrencyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/adaptive_concurrency/v3"
 	admissioncontrolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/admission_control/v3"
+	apikeyauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/api_key_auth/v3"
+	bandwidthlimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/bandwidth_limit/v3"
 	basicauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/basic_auth/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cache/v3"
@@ -33,6 +35,7 @@ import (
 	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	compressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/compressor/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	credentialinjectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/credential_injector/v3"
 	csrfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/csrf/v3"
 	customresponsev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/custom_response/v3"
 	decompressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
@@ -41,6 +44,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	grpchttp1bridgev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_http1_bridge/v3"
+	grpcreversebridgev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_http1_reverse_bridge/v3"
 	grpcjsontranscoderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_json_transcoder/v3"
 	grpcstatsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_stats/v3"
 	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
@@ -50,6 +54,7 @@ import (
 	iptaggingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ip_tagging/v3"
 	j2mv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/json_to_metadata/v3"
 	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
+	killrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/kill_request/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	luav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/lua/v3"
 	oauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/oauth2/v3"
@@ -87,6 +92,8 @@ import (
 	filesinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/health_check/event_sinks/file/v3"
 	simplecachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/cache/simple_http_cache/v3"
 	preservecasev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/header_formatters/preserve_case/v3"
+	injgenericv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/injected_credentials/generic/v3"
+	injoauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/injected_credentials/oauth2/v3"
 	ipcustomheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/custom_header/v3"
 	ipxffv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/xff/v3"
 	sessioncookiev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/cookie/v3"
@@ -147,6 +154,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/adaptiveconcurrency"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/admissioncontrol"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/apikeyauth"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/bandwidthlimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/basicauth"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/buffer"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cache"
@@ -155,6 +164,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/composite"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/compressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cors"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/credentialinjector"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/csrf"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/customresponse"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/decompressor"
@@ -163,6 +173,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/extproc"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/fault"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpchttp1bridge"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpchttp1reversebridge"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcjsontranscoder"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcweb"
@@ -172,6 +183,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/iptagging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jsontometadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jwtauthn"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/killrequest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/lua"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/matchdelegate"
@@ -205,6 +217,9 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/rbacengine"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/udpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck/eventsink"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/injectedcredentials"
+	injgeneric "github.com/outrigger-dev/outrigger/pkg/proxy/injectedcredentials/generic"
+	injoauth2 "github.com/outrigger-dev/outrigger/pkg/proxy/injectedcredentials/oauth2"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	ipcustomheader "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/customheader"
 	ipxff "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/xff"
@@ -286,6 +301,8 @@ func Registry() *extension.Registry {
 
 		extension.Of(adaptiveconcurrency.Name, HTTPFilters, &adaptiveconcurrencyv3.AdaptiveConcurrency{}, adaptiveconcurrency.Factory{}),
 		extension.Of(admissioncontrol.Name, HTTPFilters, &admissioncontrolv3.AdmissionControl{}, admissioncontrol.Factory{}),
+		extension.Of(apikeyauth.Name, HTTPFilters, &apikeyauthv3.ApiKeyAuth{}, apikeyauth.Factory{}).WithRouteConfig(&apikeyauthv3.ApiKeyAuthPerRoute{}),
+		extension.Of(bandwidthlimit.Name, HTTPFilters, &bandwidthlimitv3.BandwidthLimit{}, bandwidthlimit.Factory{}).WithRouteConfig(&bandwidthlimitv3.BandwidthLimit{}),
 		extension.Of(buffer.Name, HTTPFilters, &bufferv3.Buffer{}, buffer.Factory{}).WithRouteConfig(&bufferv3.BufferPerRoute{}),
 		extension.Of(cache.Name, HTTPFilters, &cachev3.CacheConfig{}, cache.Factory{}),
 		extension.Of(composite.Name, HTTPFilters, &compositev3.Composite{}, composite.Factory{}).WithRouteConfig(&compositev3.CompositePerRoute{}),
@@ -293,6 +310,7 @@ func Registry() *extension.Registry {
 		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
 		extension.Of(basicauth.Name, HTTPFilters, &basicauthv3.BasicAuth{}, basicauth.Factory{}).WithRouteConfig(&basicauthv3.BasicAuthPerRoute{}),
 		extension.Of(cdnloop.Name, HTTPFilters, &cdnloopv3.CdnLoopConfig{}, cdnloop.Factory{}),
+		extension.Of(credentialinjector.Name, HTTPFilters, &credentialinjectorv3.CredentialInjector{}, credentialinjector.Factory{}),
 		extension.Of(csrf.Name, HTTPFilters, &csrfv3.CsrfPolicy{}, csrf.Factory{}).WithRouteConfig(&csrfv3.CsrfPolicy{}),
 		extension.Of(customresponse.Name, HTTPFilters, &customresponsev3.CustomResponse{}, customresponse.Factory{}).WithRouteConfig(&customresponsev3.CustomResponse{}),
 		extension.Of(decompressor.Name, HTTPFilters, &decompressorv3.Decompressor{}, decompressor.Factory{}),
@@ -303,6 +321,7 @@ func Registry() *extension.Registry {
 		extension.Of(grpcjsontranscoder.Name, HTTPFilters, &grpcjsontranscoderv3.GrpcJsonTranscoder{}, grpcjsontranscoder.Factory{}).WithRouteConfig(&grpcjsontranscoderv3.GrpcJsonTranscoder{}),
 		extension.Of(grpcstats.Name, HTTPFilters, &grpcstatsv3.FilterConfig{}, grpcstats.Factory{}),
 		extension.Of(grpchttp1bridge.Name, HTTPFilters, &grpchttp1bridgev3.Config{}, grpchttp1bridge.Factory{}),
+		extension.Of(grpchttp1reversebridge.Name, HTTPFilters, &grpcreversebridgev3.FilterConfig{}, grpchttp1reversebridge.Factory{}).WithRouteConfig(&grpcreversebridgev3.FilterConfigPerRoute{}),
 		extension.Of(grpcweb.Name, HTTPFilters, &grpcwebv3.GrpcWeb{}, grpcweb.Factory{}),
 		extension.Of(headermutation.Name, HTTPFilters, &headermutationv3.HeaderMutation{}, headermutation.Factory{}).WithRouteConfig(&headermutationv3.HeaderMutationPerRoute{}),
 		extension.Of(headertometadata.Name, HTTPFilters, &headertometadatav3.Config{}, headertometadata.Factory{}).WithRouteConfig(&headertometadatav3.Config{}),
@@ -310,6 +329,7 @@ func Registry() *extension.Registry {
 		extension.Of(iptagging.Name, HTTPFilters, &iptaggingv3.IPTagging{}, iptagging.Factory{}),
 		extension.Of(jsontometadata.Name, HTTPFilters, &j2mv3.JsonToMetadata{}, jsontometadata.Factory{}),
 		extension.Of(jwtauthn.Name, HTTPFilters, &jwtauthnv3.JwtAuthentication{}, jwtauthn.Factory{}).WithRouteConfig(&jwtauthnv3.PerRouteConfig{}),
+		extension.Of(killrequest.Name, HTTPFilters, &killrequestv3.KillRequest{}, killrequest.Factory{}).WithRouteConfig(&killrequestv3.KillRequest{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(lua.Name, HTTPFilters, &luav3.Lua{}, lua.Factory{}).WithRouteConfig(&luav3.LuaPerRoute{}),
 		extension.Of(matchdelegate.Name, HTTPFilters, &matchingv3.ExtensionWithMatcher{}, matchdelegate.Factory{}).WithRouteConfig(&matchingv3.ExtensionWithMatcherPerRoute{}),
@@ -323,6 +343,9 @@ func Registry() *extension.Registry {
 		extension.Of(setmetadata.Name, HTTPFilters, &setmetadatav3.Config{}, setmetadata.Factory{}),
 		extension.Of(statefulsession.Name, HTTPFilters, &statefulsessionv3.StatefulSession{}, statefulsession.Factory{}).WithRouteConfig(&statefulsessionv3.StatefulSessionPerRoute{}),
 		extension.Of(httptap.Name, HTTPFilters, &taphttpv3.Tap{}, httptap.Factory{}),
+
+		extension.Of(injgeneric.Name, injectedcredentials.Category, &injgenericv3.Generic{}, injgeneric.Factory{}),
+		extension.Of(injoauth2.Name, injectedcredentials.Category, &injoauth2v3.OAuth2{}, injoauth2.Factory{}),
 
 		extension.Of(simple.Name, cache.StorageCategory, &simplecachev3.SimpleHttpCacheConfig{}, simple.NewFactory()),
 

@@ -2,8 +2,8 @@
 // envoy.filters.http.custom_response: a match tree over the response
 // (its status, status class and headers, and the request's headers)
 // chooses a policy that replaces the response, as Envoy's filter does.
-// The local_response_policy answers with its own status, body and
-// headers; the redirect_policy (an internal redirect that sends the
+// The local_response_policy answers with its own status, body (or
+// body_format), headers and response code details; the redirect_policy (an internal redirect that sends the
 // request again) is refused with its path. The same configuration in a
 // route's, virtual host's or route configuration's
 // typed_per_filter_config takes precedence: the most specific level that
@@ -20,7 +20,9 @@ import (
 	redirectv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/custom_response/redirect_policy/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -39,7 +41,7 @@ var (
 
 // Compile implements httpfilter.Factory.
 func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
-	m, err := compile(config)
+	m, err := compile(config, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -48,13 +50,13 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 
 // CompileRoute implements httpfilter.RouteFactory: a CustomResponse of
 // its own.
-func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfilter.RouteConfig, error) {
-	return compile(config)
+func (Factory) CompileRoute(config proto.Message, ctx httpfilter.Context) (httpfilter.RouteConfig, error) {
+	return compile(config, ctx)
 }
 
 // compile compiles a CustomResponse's matcher, nil when it has none (a
 // filter whose policies are all per route).
-func compile(config proto.Message) (*httpmatch.Matcher[*policy], error) {
+func compile(config proto.Message, ctx httpfilter.Context) (*httpmatch.Matcher[*policy], error) {
 	cfg, ok := config.(*crv3.CustomResponse)
 	if !ok {
 		return nil, errors.New("not a CustomResponse configuration")
@@ -62,7 +64,9 @@ func compile(config proto.Message) (*httpmatch.Matcher[*policy], error) {
 	if cfg.GetCustomResponseMatcher() == nil {
 		return nil, nil
 	}
-	m, err := httpmatch.Compile(cfg.GetCustomResponseMatcher(), compilePolicy)
+	m, err := httpmatch.Compile(cfg.GetCustomResponseMatcher(), func(a *xdscorev3.TypedExtensionConfig, path string) (*policy, error) {
+		return compilePolicy(a, path, ctx.Extensions)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("custom_response_matcher.%w", err)
 	}
@@ -75,10 +79,16 @@ type policy struct {
 	status  int
 	body    string
 	headers router.HeaderMutation
+	// format is body_format, nil without one.
+	format *accesslog.Formatter
+	// details is what %RESPONSE_CODE_DETAILS% becomes (Envoy clears it
+	// unless told otherwise); keepDetails leaves it as it was.
+	details     string
+	keepDetails bool
 }
 
 // compilePolicy compiles a match action: a LocalResponsePolicy.
-func compilePolicy(a *xdscorev3.TypedExtensionConfig, path string) (*policy, error) {
+func compilePolicy(a *xdscorev3.TypedExtensionConfig, path string, formatters *extension.Registry) (*policy, error) {
 	msg, err := a.GetTypedConfig().UnmarshalNew()
 	if err != nil {
 		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
@@ -101,6 +111,19 @@ func compilePolicy(a *xdscorev3.TypedExtensionConfig, path string) (*policy, err
 		return nil, fmt.Errorf("%s.typed_config.body.%w", path, err)
 	}
 	p.body = string(body)
+	if sf := lp.GetBodyFormat(); sf != nil {
+		// Envoy's policy answers with sendLocalReply, whose content type
+		// is text/plain whatever the format's content_type says.
+		if p.format, err = accesslog.CompileSubstitution(sf, formatters); err != nil {
+			return nil, fmt.Errorf("%s.typed_config.body_format.%w", path, err)
+		}
+	}
+	switch d := lp.GetResponseCodeDetailsAction().(type) {
+	case *localv3.LocalResponsePolicy_PreserveResponseCodeDetails:
+		p.keepDetails = d.PreserveResponseCodeDetails
+	case *localv3.LocalResponsePolicy_ResponseCodeDetails:
+		p.details = d.ResponseCodeDetails
+	}
 	if p.headers, err = router.CompileHeaderMutation(lp.GetResponseHeadersToAdd(), nil, path+".typed_config.response_headers_to_add", ""); err != nil {
 		return nil, err
 	}

@@ -42,8 +42,21 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
-	s.ReplaceResponse(status, chosen.body)
+	body := chosen.body
+	if chosen.format != nil {
+		// The format reads the response being replaced, and the
+		// policy's body as %LOCAL_REPLY_BODY%.
+		e := *httpfilter.CurrentEntry(s)
+		e.ResponseHeaders = s.ResponseHeaders()
+		e.ResponseCode = s.ResponseStatus()
+		e.LocalReplyBody = chosen.body
+		body = string(chosen.format.Append(nil, &e))
+	}
+	s.ReplaceResponse(status, body)
 	chosen.headers.Apply(s.ResponseHeaders(), nil)
+	if ds, ok := s.(httpfilter.DetailsSetter); ok && !chosen.keepDetails {
+		ds.SetResponseCodeDetails(chosen.details)
+	}
 	return httpfilter.Continue
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/genericsecret"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -63,7 +64,7 @@ type config struct {
 	postLogoutFormatter *accesslog.Formatter
 
 	clientID                 string
-	clientSecret, hmacSecret *secretValue
+	clientSecret, hmacSecret *genericsecret.Value
 	authType                 authType
 
 	redirectURI        *accesslog.Formatter
@@ -226,7 +227,7 @@ func (c *config) compileTokenEndpoint(p *oauth2v3.OAuth2Config, ctx httpfilter.C
 	if c.timeout < 0 {
 		return errors.New("token_endpoint.timeout: must not be negative")
 	}
-	c.tokenHost, c.tokenPath = hostPath(te.GetUri())
+	c.tokenHost, c.tokenPath = httpfilter.HostPath(te.GetUri())
 	c.svc, c.cluster = ctx.Services, te.GetCluster()
 	c.transport = httpfilter.ClusterTransport(ctx.Services, te.GetCluster(), 4)
 	switch p.GetAuthType() {
@@ -236,19 +237,6 @@ func (c *config) compileTokenEndpoint(p *oauth2v3.OAuth2Config, ctx httpfilter.C
 		c.authType = authTLSClient
 	}
 	return nil
-}
-
-// hostPath splits a URI as Envoy's extractHostPathFromUri does: the
-// scheme is optional, the path "/" when absent.
-func hostPath(uri string) (host, path string) {
-	if _, rest, ok := strings.Cut(uri, "://"); ok {
-		uri = rest
-	}
-	i := strings.IndexByte(uri, '/')
-	if i < 0 {
-		return uri, "/"
-	}
-	return uri[:i], uri[i:]
 }
 
 // compileAuthorization compiles the authorization request's fixed parts.
@@ -346,7 +334,7 @@ func (c *config) compileSecrets(p *oauth2v3.OAuth2Config, ctx httpfilter.Context
 			// Envoy's words.
 			return errors.New("credentials.token_secret: token_secret is required when auth_type is not TLS_CLIENT_AUTH")
 		}
-		s, err := resolveSecret(ctx, cr.GetTokenSecret(), "token")
+		s, err := genericsecret.Resolve(ctx.Services, cr.GetTokenSecret(), "token")
 		if err != nil {
 			return fmt.Errorf("credentials.token_secret%w", err)
 		}
@@ -355,7 +343,7 @@ func (c *config) compileSecrets(p *oauth2v3.OAuth2Config, ctx httpfilter.Context
 	if cr.GetHmacSecret() == nil {
 		return errors.New("credentials.hmac_secret: required")
 	}
-	s, err := resolveSecret(ctx, cr.GetHmacSecret(), "HMAC")
+	s, err := genericsecret.Resolve(ctx.Services, cr.GetHmacSecret(), "HMAC")
 	if err != nil {
 		return fmt.Errorf("credentials.hmac_secret%w", err)
 	}
@@ -366,9 +354,9 @@ func (c *config) compileSecrets(p *oauth2v3.OAuth2Config, ctx httpfilter.Context
 // secrets are the current client and HMAC secrets; ok is false while
 // one the filter needs has no value yet (Envoy answers 503 then).
 func (c *config) secrets() (client, hmacKey []byte, ok bool) {
-	hmacKey = c.hmacSecret.value()
+	hmacKey = c.hmacSecret.Bytes()
 	if c.clientSecret != nil {
-		client = c.clientSecret.value()
+		client = c.clientSecret.Bytes()
 	}
 	return client, hmacKey, len(hmacKey) > 0 && (c.authType == authTLSClient || len(client) > 0)
 }
@@ -437,21 +425,6 @@ func urlEncode(s string) string {
 	return b.String()
 }
 
-// formEncode percent-encodes the characters of reserved, the control
-// characters and those from '~' up, as Envoy's PercentEncoding::encode
-// does the values of its token requests.
-func formEncode(s, reserved string) string {
-	const hexDigits = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		if ch < ' ' || ch >= '~' || strings.IndexByte(reserved, ch) >= 0 {
-			b.WriteByte('%')
-			b.WriteByte(hexDigits[ch>>4])
-			b.WriteByte(hexDigits[ch&15])
-			continue
-		}
-		b.WriteByte(ch)
-	}
-	return b.String()
-}
+// formEncode percent-encodes the values of the token requests, as
+// Envoy's PercentEncoding::encode does.
+func formEncode(s, reserved string) string { return httpfilter.PercentEncode(s, reserved) }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	oauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/oauth2/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
 func TestParseCookies(t *testing.T) {
@@ -69,7 +71,7 @@ func TestEncodings(t *testing.T) {
 		"oauth.com/token":                 {"oauth.com", "/token"},
 		"idp:8443":                        {"idp:8443", "/"},
 	} {
-		if h, p := hostPath(uri); h != want[0] || p != want[1] {
+		if h, p := httpfilter.HostPath(uri); h != want[0] || p != want[1] {
 			t.Errorf("hostPath(%q) = %q, %q", uri, h, p)
 		}
 	}
