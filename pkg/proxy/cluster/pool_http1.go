@@ -74,21 +74,28 @@ func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream
 // HTTP/1.1 client's close is seen only by looking). Neither costs
 // anything unless the request waits.
 func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+	return c.AcquireHTTP1For(ctx, h, upstream.Acquire{High: upstream.HighPriority(ctx), Deadline: deadline, Gone: gone})
+}
+
+// AcquireHTTP1For is AcquireHTTP1Until for a request that says what it
+// is with a rather than in ctx: the connection manager's requests, whose
+// priority the pool then needs not look up through the context chain.
+func (c *Cluster) AcquireHTTP1For(ctx context.Context, h *upstream.Host, a upstream.Acquire) (*upstream.Conn, error) {
 	if c.agg != nil {
 		// The host's own cluster's pool carries an aggregate's request.
 		u := c.agg.owner(h)
 		if u == nil {
 			return nil, errHostGone
 		}
-		return u.AcquireHTTP1Until(ctx, h, deadline, gone)
+		return u.AcquireHTTP1For(ctx, h, a)
 	}
-	res := c.breakersFor(ctx)
+	res := c.breakersOf(a.High)
 	if !res.rq.tryAcquire() {
 		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
 	res.startRequest()
-	conn, err := c.acquireHTTP1(ctx, h, res, deadline, gone)
+	conn, err := c.acquireHTTP1(ctx, h, res, a.Deadline, a.Gone)
 	if err != nil {
 		res.rq.release()
 		return nil, err
