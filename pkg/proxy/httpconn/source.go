@@ -31,11 +31,12 @@ func (s *stream) upstreamBase() context.Context {
 
 // acquire is what the request tells the cluster's HTTP/1.1 pool with
 // its acquisition (the same as upstreamBase's context carries): its
-// route's priority; a wait for a connection ends at deadline, or when
+// route's priority and its source; a wait for a connection ends at deadline, or when
 // its client is gone.
 func (s *stream) acquire(deadline time.Time) upstream.Acquire {
 	return upstream.Acquire{
 		High:     s.route != nil && s.route.HighPriority,
+		Source:   s.upSource,
 		Deadline: deadline,
 		Gone:     s.clientGone,
 	}
