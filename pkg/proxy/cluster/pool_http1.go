@@ -222,7 +222,8 @@ func (c *Cluster) takeIdle(p *http1Pool, key *poolKey, now time.Time) *upstream.
 }
 
 // lend marks a pooled connection lent at now, with a read buffer from
-// the cluster's pool: an idle connection holds none (see put).
+// the cluster's pool when it has none (an idle connection gives its own
+// back at the next sweep: see buffer_sweep.go).
 func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 	if tc.up.R == nil {
 		tc.up.R = tc.c.getReader(tc)
@@ -623,12 +624,10 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 	}
 	tc.idleSince = now
 	// An idle connection's read buffer is empty (one holding unread
-	// bytes is not reused): it goes back to the cluster's pool until the
-	// next loan, so the buffers in use follow the responses in flight
-	// rather than the connections kept open.
-	if r := tc.up.R; r != nil {
-		tc.up.R = nil
-		c.putReader(r)
+	// bytes is not reused): it keeps it for its next loan, and gives it
+	// back to the cluster's pool if it stays idle (see buffer_sweep.go).
+	if tc.up.R != nil {
+		c.scheduleBufferSweep()
 	}
 	p.idle = append(p.idle, tc)
 }
