@@ -18,9 +18,16 @@ const bufferSweepEvery = 500 * time.Millisecond
 // upstream.ReadBuffers.)
 
 // scheduleBufferSweep makes sure a sweep of the idle connections' buffers
-// is due.
+// is due: an atomic load, inlined, while one is.
 func (c *Cluster) scheduleBufferSweep() {
-	if c.bufSweeping.Load() || !c.bufSweeping.CompareAndSwap(false, true) {
+	if !c.bufSweeping.Load() {
+		c.startBufferSweep()
+	}
+}
+
+// startBufferSweep is scheduleBufferSweep while no sweep is due.
+func (c *Cluster) startBufferSweep() {
+	if !c.bufSweeping.CompareAndSwap(false, true) {
 		return
 	}
 	// Only the caller that set bufSweeping touches the timer.
