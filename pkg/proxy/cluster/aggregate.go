@@ -381,9 +381,9 @@ func (a *AggregateAttempt) MaxResponseHeadBytes() int { return a.under.MaxRespon
 // MaxStreamDuration follows the underlying cluster's options.
 func (a *AggregateAttempt) MaxStreamDuration() time.Duration { return a.under.MaxStreamDuration() }
 
-// AcquireHTTP1Until uses the underlying cluster's pool.
-func (a *AggregateAttempt) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
-	return a.under.AcquireHTTP1Until(ctx, h, deadline, gone)
+// AcquireHTTP1For uses the underlying cluster's pool.
+func (a *AggregateAttempt) AcquireHTTP1For(ctx context.Context, h *upstream.Host, rq upstream.Acquire) (*upstream.Conn, error) {
+	return a.under.AcquireHTTP1For(ctx, h, rq)
 }
 
 // ReleaseHTTP1 gives the connection back to the underlying cluster's pool.

@@ -99,6 +99,15 @@ type Cluster struct {
 	// same pool when both sizes are equal.
 	readers, responseReaders   sync.Pool
 	readBuffer, responseBuffer int
+	// keyedPools is set when the cluster's own settings can make an
+	// HTTP/1.1 request's pool key other than the default one (an upstream
+	// PROXY protocol header, auto_sni or auto_san_validation over TLS):
+	// without it, only a request's original_src source can (see h1Key).
+	keyedPools bool
+	// bufSweep runs sweepBuffers (buffer_sweep.go), made by its first
+	// schedule; bufSweeping is set while a sweep is due.
+	bufSweep    *time.Timer
+	bufSweeping atomic.Bool
 
 	// conns are the open connections, so that Close can end them all.
 	// closed is set under connsMu, so that no connection is tracked after
@@ -229,6 +238,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	}
 	size, respSize := s.readBufferSize(), s.responseBufferSize()
 	c.readBuffer, c.responseBuffer = size, respSize
+	c.keyedPools = s.pp != nil || (s.protocol.autoSNI != nil && s.tls != nil)
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }
 	c.responseReaders.New = func() any { return bufio.NewReaderSize(nil, respSize) }
 	if s.protocol.http2 || s.protocol.downstream || s.protocol.auto {

@@ -50,8 +50,11 @@ type trackedConn struct {
 	pool *http1Pool
 	// key is what the connection was made with on behalf of its first
 	// request: the HTTP/1.1 pool lends it only to requests asking for the
-	// same.
-	key poolKey
+	// same. keyed tells whether key is other than the zero (default)
+	// one, so that a default request and a default connection match
+	// without comparing keys.
+	key   poolKey
+	keyed bool
 	// tlsInfo is what the access log shows of the connection's TLS, nil
 	// for a plaintext one.
 	tlsInfo *accesslog.TLSInfo

@@ -161,6 +161,7 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	}
 	tc.key.src = upstream.SourceFrom(ctx)
 	tc.key.pp = c.ppKey(ctx)
+	tc.keyed = tc.key != (poolKey{})
 	c.stats.UpstreamCxTotal.Inc()
 	c.stats.UpstreamCxActive.Inc()
 	c.stats.UpstreamCxConnectMs.Record(uint64(now.Sub(start).Milliseconds()))

@@ -74,21 +74,29 @@ func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream
 // HTTP/1.1 client's close is seen only by looking). Neither costs
 // anything unless the request waits.
 func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+	return c.AcquireHTTP1For(ctx, h, upstream.Acquire{High: upstream.HighPriority(ctx), Source: upstream.SourceFrom(ctx), Deadline: deadline, Gone: gone})
+}
+
+// AcquireHTTP1For is AcquireHTTP1Until for a request that says what it
+// is with a rather than in ctx: the connection manager's requests, whose
+// priority and source the pool then needs not look up through the
+// context chain.
+func (c *Cluster) AcquireHTTP1For(ctx context.Context, h *upstream.Host, a upstream.Acquire) (*upstream.Conn, error) {
 	if c.agg != nil {
 		// The host's own cluster's pool carries an aggregate's request.
 		u := c.agg.owner(h)
 		if u == nil {
 			return nil, errHostGone
 		}
-		return u.AcquireHTTP1Until(ctx, h, deadline, gone)
+		return u.AcquireHTTP1For(ctx, h, a)
 	}
-	res := c.breakersFor(ctx)
+	res := c.breakersOf(a.High)
 	if !res.rq.tryAcquire() {
 		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
 	res.startRequest()
-	conn, err := c.acquireHTTP1(ctx, h, res, deadline, gone)
+	conn, err := c.acquireHTTP1(ctx, h, res, &a)
 	if err != nil {
 		res.rq.release()
 		return nil, err
@@ -102,7 +110,7 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 
 // acquireHTTP1 is AcquireHTTP1 once the request holds its max_requests
 // unit.
-func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resources, a *upstream.Acquire) (*upstream.Conn, error) {
 	p := c.set.Load().h1.get(h)
 	if p == nil {
 		switch {
@@ -124,11 +132,12 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 	}
 	// One clock read serves the idle timeout, the probe window and the
 	// loan's time.
-	key := c.requestKey(ctx)
+	var kb poolKey
+	key := c.h1Key(ctx, &a.Source, &kb)
 	conn := c.takeIdle(p, key, c.now())
 	if conn == nil {
 		var err error
-		if conn, err = c.awaitHTTP1(ctx, h, p, res, deadline, gone); err != nil {
+		if conn, err = c.awaitHTTP1(ctx, h, p, res, key, a.Deadline, a.Gone); err != nil {
 			return nil, err
 		}
 	}
@@ -151,9 +160,51 @@ func (c *Cluster) requestKey(ctx context.Context) poolKey {
 	return k
 }
 
+// h1Key is the connection an HTTP/1.1 request from src (original_src's
+// choice, the zero Source for none) needs, as requestKey says, in k; nil
+// for the default key, which the pool matches by a flag rather than field
+// by field. A cluster whose settings cannot make another key
+// (keyedPools), asked by a request without a source, computes nothing;
+// the check is small enough to be inlined.
+func (c *Cluster) h1Key(ctx context.Context, src *upstream.Source, k *poolKey) *poolKey {
+	if !c.keyedPools && !src.Addr.IsValid() {
+		return nil
+	}
+	return c.makeH1Key(ctx, src, k)
+}
+
+// makeH1Key is h1Key for a request that may need another key than the
+// default one.
+func (c *Cluster) makeH1Key(ctx context.Context, src *upstream.Source, k *poolKey) *poolKey {
+	*k = poolKey{src: *src, pp: c.ppKey(ctx)}
+	if c.settings.protocol.autoSNI != nil && c.settings.tls != nil {
+		k.tls = tlsconfig.OverrideFrom(ctx)
+	}
+	if *k == (poolKey{}) {
+		return nil
+	}
+	return k
+}
+
+// fits reports whether tc was made with key, nil for the default key.
+func (tc *trackedConn) fits(key *poolKey) bool {
+	if key == nil || !tc.keyed {
+		return key == nil && !tc.keyed
+	}
+	return tc.key == *key
+}
+
+// keyValue is key as a value: the zero key for nil.
+func keyValue(key *poolKey) poolKey {
+	if key == nil {
+		return poolKey{}
+	}
+	return *key
+}
+
 // takeIdle lends the pool's most recently released idle connection made
 // with the handshake key that is still usable, or returns nil.
-func (c *Cluster) takeIdle(p *http1Pool, key poolKey, now time.Time) *upstream.Conn {
+func (c *Cluster) takeIdle(p *http1Pool, key *poolKey, now time.Time) *upstream.Conn {
 	for {
 		tc := p.take(c, key, now)
 		if tc == nil {
@@ -171,7 +222,8 @@ func (c *Cluster) takeIdle(p *http1Pool, key poolKey, now time.Time) *upstream.C
 }
 
 // lend marks a pooled connection lent at now, with a read buffer from
-// the cluster's pool: an idle connection holds none (see put).
+// the cluster's pool when it has none (an idle connection gives its own
+// back at the next sweep: see buffer_sweep.go).
 func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 	if tc.up.R == nil {
 		tc.up.R = tc.c.getReader(tc)
@@ -190,7 +242,7 @@ func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 // awaitHTTP1 gets a connection for a request that found no idle one: it
 // is pending (upstream_rq_pending_*) until it has one, dialled when
 // max_connections allows, else handed over at a release.
-func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, key *poolKey, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	if !res.pending.tryAcquire() {
 		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
@@ -201,7 +253,7 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 		res.pending.release()
 		c.stats.UpstreamRqPendingActive.Dec()
 	}()
-	conn, err := c.pendingHTTP1(ctx, h, p, res, deadline, gone)
+	conn, err := c.pendingHTTP1(ctx, h, p, res, key, deadline, gone)
 	switch {
 	case err == nil, errors.Is(err, ErrClosed):
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -215,9 +267,8 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 }
 
 // pendingHTTP1 is awaitHTTP1's wait, once the request counts as pending.
-func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, key *poolKey, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	overflowed := false
-	key := c.requestKey(ctx)
 	for {
 		if c.isClosed() {
 			return nil, ErrClosed
@@ -263,7 +314,7 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 // gonePollInterval) reports the client gone, for a connection made with
 // the handshake key released to p (which it returns) or for a connection
 // of the cluster to close (nil: the caller tries again).
-func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, key poolKey, res *resources, gone func() bool) (*trackedConn, error) {
+func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, key *poolKey, res *resources, gone func() bool) (*trackedConn, error) {
 	w := make(chan *trackedConn, 1)
 	if !p.enqueue(w, key) {
 		// A connection came back to the idle list meanwhile.
@@ -310,7 +361,7 @@ func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, key poolKey, res 
 // connections all made for other requests (auto_sni: other server
 // names) would never serve the waiter: the oldest is closed instead, which
 // frees its max_connections unit for the caller's next try.
-func (p *http1Pool) enqueue(w chan *trackedConn, key poolKey) bool {
+func (p *http1Pool) enqueue(w chan *trackedConn, key *poolKey) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.idle) > 0 {
@@ -321,15 +372,15 @@ func (p *http1Pool) enqueue(w chan *trackedConn, key poolKey) bool {
 		}
 		return false
 	}
-	p.waiters = append(p.waiters, waiter{ch: w, key: key})
+	p.waiters = append(p.waiters, waiter{ch: w, key: keyValue(key)})
 	return true
 }
 
 // lastIdle is the index of the most recently released idle connection
 // made with the handshake key, -1 when none. The caller holds p.mu.
-func (p *http1Pool) lastIdle(key poolKey) int {
+func (p *http1Pool) lastIdle(key *poolKey) int {
 	for i := len(p.idle) - 1; i >= 0; i-- {
-		if p.idle[i].key == key {
+		if p.idle[i].fits(key) {
 			return i
 		}
 	}
@@ -507,7 +558,7 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 // take pops the most recently released idle connection. When that one has
 // been idle longer than idle_timeout, so have all the others: they are all
 // closed and nil is returned.
-func (p *http1Pool) take(c *Cluster, key poolKey, now time.Time) *trackedConn {
+func (p *http1Pool) take(c *Cluster, key *poolKey, now time.Time) *trackedConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(p.idle)
@@ -524,7 +575,7 @@ func (p *http1Pool) take(c *Cluster, key poolKey, now time.Time) *trackedConn {
 		return nil
 	}
 	i := n - 1
-	if p.idle[i].key != key {
+	if !p.idle[i].fits(key) {
 		// auto_sni, original_src: only a connection to the same server
 		// name, from the same source, will do.
 		if i = p.lastIdle(key); i < 0 {
@@ -573,12 +624,10 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 	}
 	tc.idleSince = now
 	// An idle connection's read buffer is empty (one holding unread
-	// bytes is not reused): it goes back to the cluster's pool until the
-	// next loan, so the buffers in use follow the responses in flight
-	// rather than the connections kept open.
-	if r := tc.up.R; r != nil {
-		tc.up.R = nil
-		c.putReader(r)
+	// bytes is not reused): it keeps it for its next loan, and gives it
+	// back to the cluster's pool if it stays idle (see buffer_sweep.go).
+	if tc.up.R != nil {
+		c.scheduleBufferSweep()
 	}
 	p.idle = append(p.idle, tc)
 }

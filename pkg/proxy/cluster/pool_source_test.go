@@ -34,8 +34,24 @@ func localIP(conn net.Conn) netip.Addr {
 // TestHTTP1PoolBySource: an original_src request gets a connection bound
 // to its source, shared only with requests from the same source; requests
 // without one never get such a connection. Without CAP_NET_ADMIN the
-// connection fails as a local connection failure.
+// connection fails as a local connection failure. The request says its
+// source in its context (AcquireHTTP1) or, as the connection manager
+// does, with its acquisition too (AcquireHTTP1For): the pool keys by the
+// latter without looking through the context.
 func TestHTTP1PoolBySource(t *testing.T) {
+	t.Run("context", func(t *testing.T) {
+		testHTTP1PoolBySource(t, func(c *Cluster, ctx context.Context, h *upstream.Host) (*upstream.Conn, error) {
+			return c.AcquireHTTP1(ctx, h)
+		})
+	})
+	t.Run("acquire", func(t *testing.T) {
+		testHTTP1PoolBySource(t, func(c *Cluster, ctx context.Context, h *upstream.Host) (*upstream.Conn, error) {
+			return c.AcquireHTTP1For(ctx, h, upstream.Acquire{Source: upstream.SourceFrom(ctx)})
+		})
+	})
+}
+
+func testHTTP1PoolBySource(t *testing.T, acquire func(*Cluster, context.Context, *upstream.Host) (*upstream.Conn, error)) {
 	srv := newUpstreamServer(t, nil)
 	m, store, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
@@ -45,7 +61,7 @@ func TestHTTP1PoolBySource(t *testing.T) {
 	ctxA, ctxB := upstream.WithSource(t.Context(), a), upstream.WithSource(t.Context(), b)
 
 	if !canTransparent(t) {
-		_, err := c.AcquireHTTP1(ctxA, h)
+		_, err := acquire(c, ctxA, h)
 		var le *upstream.LocalConnectError
 		if !errors.As(err, &le) || le.Bind {
 			t.Fatalf("without CAP_NET_ADMIN: error %v, want a socket option failure", err)
@@ -55,7 +71,7 @@ func TestHTTP1PoolBySource(t *testing.T) {
 		}
 		return
 	}
-	first, err := c.AcquireHTTP1(ctxA, h)
+	first, err := acquire(c, ctxA, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +81,7 @@ func TestHTTP1PoolBySource(t *testing.T) {
 	roundTrip(t, first)
 	c.ReleaseHTTP1(first, true)
 
-	other, err := c.AcquireHTTP1(ctxB, h)
+	other, err := acquire(c, ctxB, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +91,7 @@ func TestHTTP1PoolBySource(t *testing.T) {
 	roundTrip(t, other)
 	c.ReleaseHTTP1(other, true)
 
-	again, err := c.AcquireHTTP1(ctxA, h)
+	again, err := acquire(c, ctxA, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +101,7 @@ func TestHTTP1PoolBySource(t *testing.T) {
 	roundTrip(t, again)
 	c.ReleaseHTTP1(again, true)
 
-	plain, err := c.AcquireHTTP1(t.Context(), h)
+	plain, err := acquire(c, t.Context(), h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -264,13 +264,16 @@ func TestHTTP1PoolConcurrentLoans(t *testing.T) {
 	c.ReleaseHTTP1(conn, true)
 }
 
-// TestHTTP1PoolIdleHoldsNoReadBuffer: a connection waiting in the pool
-// has given its read buffer back, and the next loan comes with one that
-// reads its responses.
-func TestHTTP1PoolIdleHoldsNoReadBuffer(t *testing.T) {
+// TestHTTP1PoolIdleReadBufferSwept: a connection waiting in the pool
+// keeps its read buffer until the sweep finds it idle for a whole period
+// (buffer_sweep.go), then holds none, and the next loan comes with one
+// that reads its responses. The test runs the sweep itself.
+func TestHTTP1PoolIdleReadBufferSwept(t *testing.T) {
 	srv := newUpstreamServer(t, nil)
-	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
+	m, _, clock := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
+	// No sweep is scheduled but the test's.
+	c.bufSweeping.Store(true)
 	h := c.PickHost(nil)
 	first := mustAcquire(t, c, h)
 	if first.R == nil {
@@ -279,8 +282,13 @@ func TestHTTP1PoolIdleHoldsNoReadBuffer(t *testing.T) {
 	roundTrip(t, first)
 	c.ReleaseHTTP1(first, true)
 	idle := c.set.Load().h1.get(h).idle
-	if len(idle) != 1 || idle[0].up.R != nil {
-		t.Fatalf("idle connections %d, the first holding a read buffer: %v", len(idle), len(idle) == 1 && idle[0].up.R != nil)
+	if len(idle) != 1 || idle[0].up.R == nil {
+		t.Fatalf("idle connections %d, the first holding a read buffer: %v; want 1, true", len(idle), len(idle) == 1 && idle[0].up.R != nil)
+	}
+	clock.t = clock.t.Add(bufferSweepEvery)
+	c.sweepBuffers()
+	if idle[0].up.R != nil {
+		t.Fatal("the connection idle for a sweep period kept its read buffer")
 	}
 	for range 2 {
 		conn := mustAcquire(t, c, h)

@@ -69,3 +69,41 @@ func TestHighPriorityBreakers(t *testing.T) {
 		t.Error("retries not given back to their priority")
 	}
 }
+
+// TestAcquireHTTP1ForPriority checks the priority a request passes with
+// its acquisition (upstream.Acquire.High), as the connection manager
+// does: it, not the context, picks the breakers, so a HIGH request goes
+// while the DEFAULT ones are full and gives its unit back to HIGH.
+func TestAcquireHTTP1ForPriority(t *testing.T) {
+	srv := newUpstreamServer(t, nil)
+	m, _, _ := newTestManager(t, clusterFor(`  circuit_breakers:
+    thresholds:
+    - {max_requests: 1}
+    - {priority: HIGH, max_requests: 1}
+`, srv.port()))
+	c := m.Cluster("up")
+	h := c.PickHost(nil)
+	first, err := c.AcquireHTTP1For(t.Context(), h, upstream.Acquire{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AcquireHTTP1For(t.Context(), h, upstream.Acquire{}); !errors.Is(err, upstream.ErrOverflow) {
+		t.Fatalf("second DEFAULT request: %v, want ErrOverflow", err)
+	}
+	hi, err := c.AcquireHTTP1For(t.Context(), h, upstream.Acquire{High: true})
+	if err != nil {
+		t.Fatalf("HIGH request with DEFAULT full: %v", err)
+	}
+	if got := c.breakersOf(true).rq.count.Load(); got != 1 {
+		t.Errorf("HIGH requests in flight = %d, want 1", got)
+	}
+	if _, err := c.AcquireHTTP1For(t.Context(), h, upstream.Acquire{High: true}); !errors.Is(err, upstream.ErrOverflow) {
+		t.Fatalf("second HIGH request: %v, want ErrOverflow", err)
+	}
+	c.ReleaseHTTP1(hi, true)
+	c.ReleaseHTTP1(first, true)
+	if c.breakersOf(true).rq.count.Load() != 0 || c.breakers().rq.count.Load() != 0 {
+		t.Errorf("after the releases: high %d, default %d in flight; want 0, 0",
+			c.breakersOf(true).rq.count.Load(), c.breakers().rq.count.Load())
+	}
+}

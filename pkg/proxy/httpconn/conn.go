@@ -488,6 +488,9 @@ func (c *serverConn) waitForRequest() int {
 		}
 		// After requests served inline, the wait is theirs.
 		waitStart := c.waitStart
+		// Woken early, or ending: the rest of the wait, if any, parks
+		// without the buffers (see parkState.hold).
+		c.park.hold = false
 		if !isTimeout(err) {
 			c.remoteClosed = true
 			return waitEnded

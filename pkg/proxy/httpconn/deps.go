@@ -132,14 +132,15 @@ type UpstreamCluster interface {
 	// longest an upstream request may last once it has a connection; 0
 	// for no limit.
 	MaxStreamDuration() time.Duration
-	// AcquireHTTP1Until lends an idle HTTP/1.1 connection to h or dials
+	// AcquireHTTP1For lends an idle HTTP/1.1 connection to h or dials
 	// one within the cluster's connect_timeout. A dial failure is counted
 	// by the pool and returned (503 with the UF response flag), a circuit
-	// breaker's refusal is upstream.ErrOverflow (503, UO). A request
+	// breaker's refusal is upstream.ErrOverflow (503, UO). The request
+	// counts against the breakers of its priority (a.High). A request
 	// waiting for a connection the breakers keep from opening gives up at
-	// deadline (zero: none) with context.DeadlineExceeded, and when gone
-	// (nil: never asked) reports its client gone.
-	AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time, gone func() bool) (*upstream.Conn, error)
+	// a.Deadline (zero: none) with context.DeadlineExceeded, and when
+	// a.Gone (nil: never asked) reports its client gone.
+	AcquireHTTP1For(ctx context.Context, h *upstream.Host, a upstream.Acquire) (*upstream.Conn, error)
 	// ReleaseHTTP1 gives a connection back; reusable false closes it.
 	ReleaseHTTP1(c *upstream.Conn, reusable bool)
 	// RoundTripHTTP2 sends one request to h over the cluster's HTTP/2

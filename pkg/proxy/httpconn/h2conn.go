@@ -251,6 +251,7 @@ func (h *h2Conn) readLoop() error {
 			// Nothing left to handle: the connection waits for the
 			// next frame parked, without its read buffer (see
 			// park.go).
+			h.c.park.hold = false
 			err = h.c.awaitByte()
 			br = h.c.br
 		}

@@ -663,7 +663,7 @@ func (s *stream) startHedgeHTTP1(h *hedger, t *hedgeTry, perTry bool) {
 	r := &s.retry
 	ctx, cancel := s.connectContext()
 	defer cancel()
-	uc, err := t.cl.AcquireHTTP1Until(ctx, t.host, r.routeEnd, s.clientGone)
+	uc, err := t.cl.AcquireHTTP1For(ctx, t.host, s.acquire(r.routeEnd))
 	if err != nil {
 		t.connectErr = true
 		h.failedEarly(t, err)

@@ -101,7 +101,7 @@ func (fc *fakeCluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 	return fc.hosts[int(fc.next.Add(1)-1)%len(fc.hosts)]
 }
 
-func (fc *fakeCluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, _ time.Time, _ func() bool) (*upstream.Conn, error) {
+func (fc *fakeCluster) AcquireHTTP1For(ctx context.Context, h *upstream.Host, _ upstream.Acquire) (*upstream.Conn, error) {
 	fc.mu.Lock()
 	for i := len(fc.idle) - 1; i >= 0; i-- {
 		if c := fc.idle[i]; c.Host == h {

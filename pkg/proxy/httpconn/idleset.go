@@ -53,6 +53,9 @@ func (c *serverConn) startWait() bool {
 		return false
 	}
 	sweep := c.park.raw != nil && idleSetSupported
+	// From its second request on, the sweep lets the buffers go if the
+	// connection stays idle (see parkState.hold).
+	c.park.hold = sweep && c.requests > 1
 	if sweep {
 		c.waiting = true
 		c.waits++

@@ -254,3 +254,67 @@ func TestReleaseAfterBurst(t *testing.T) {
 		t.Error("a release after fewer than releaseAfterMoves moves")
 	}
 }
+
+// TestHTTP1BuffersGoBackAfterTheSweep: a keep-alive connection lets its
+// read buffer and exchange state go at once after its first request (so
+// that connections opened for one request hold none), and from its
+// second on keeps them between requests, paying no pool put and get per
+// request, until the sweep finds it waiting through a whole period: then
+// they go back to the manager's pools and it moves to the idle set, and
+// the next request is served as before. The test runs the sweeps itself.
+func TestHTTP1BuffersGoBackAfterTheSweep(t *testing.T) {
+	st := stats.NewStore()
+	cl := newFakeCluster(st, "up", false, fixedUpstream(t))
+	p := startProxy(t, hcm(routeConfig(clusterRoute("/", "up"))), Deps{Stats: st, Upstreams: fakeUpstreams{"up": cl}})
+	// No sweep is scheduled but the test's.
+	p.m.sweeping.Store(true)
+	p.m.sweep.Stop()
+	sweep := func() {
+		p.m.sweepIdle()
+		p.m.sweep.Stop()
+	}
+	const req = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
+	c := dialRaw(t, p.addr)
+	ok := func() {
+		t.Helper()
+		if resp, body := c.response("GET"); resp.StatusCode != 200 || body != benchBody {
+			t.Fatalf("status %d, body %q", resp.StatusCode, body)
+		}
+	}
+	waits := func(sc *serverConn) uint64 {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		if !sc.waiting {
+			return 0
+		}
+		return uint64(sc.waits)
+	}
+	c.send(req)
+	ok()
+	sc := onlyConn(t, p.m)
+	waitFor(t, "parked after the first request, without a sweep", func() bool { return parked(sc) })
+	first := waits(sc)
+	c.send(req)
+	ok()
+	waitFor(t, "waiting after the second request", func() bool { return waits(sc) > first })
+	x := sc.xShared.Load()
+	if x == nil {
+		t.Fatal("after its second request, the connection let its buffers go before a sweep")
+	}
+	second := waits(sc)
+	c.send(req)
+	ok()
+	waitFor(t, "waiting after the third request", func() bool { return waits(sc) > second })
+	if sc.xShared.Load() != x {
+		t.Error("the third request took another exchange state")
+	}
+	sweep() // notes the wait
+	if parked(sc) {
+		t.Fatal("the first sweep let the buffers go")
+	}
+	sweep() // the connection waited through a whole period
+	waitFor(t, "the buffers back and the connection in the idle set", func() bool { return parked(sc) && inIdleSet(sc) })
+	c.send(req)
+	ok()
+	p.waitCounter(t, "http.test.downstream_rq_2xx", 4)
+}

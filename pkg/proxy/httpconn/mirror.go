@@ -377,7 +377,8 @@ func (sh *shadow) exchangeHTTP1(ctx context.Context, host *upstream.Host, body [
 		// derives the handshake from the shadow's headers.
 		ctx = autoSNIContext(ctx, a, sh.authority, &sh.headers)
 	}
-	uc, err := sh.cl.AcquireHTTP1Until(ctx, host, deadline, nil)
+	// A shadow is of the DEFAULT priority, from no particular source.
+	uc, err := sh.cl.AcquireHTTP1For(ctx, host, upstream.Acquire{Deadline: deadline})
 	if err != nil {
 		return 0, err
 	}

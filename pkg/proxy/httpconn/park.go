@@ -16,6 +16,18 @@ import (
 // again when bytes arrive. An idle connection thus holds only its
 // serverConn, and the buffers serve the connections that are busy.
 //
+// An HTTP/1 connection that the idle sweep watches (idleset.go) and that
+// served more than one request keeps its buffers through the first part
+// of its wait (parkState.hold): the sweep moves it to the idle set,
+// letting them go, once it has waited through a whole sweep period, and
+// a wait that wakes early for any other reason (a deadline) lets them go
+// from then on. A busy connection, whose next request comes within the
+// period, thus pays no pool put and get per request, and an idle one
+// holds no buffer once swept, as before. A connection's first wait after
+// its first request does not hold: connections opened for one request
+// and kept idle (many clients at once) would otherwise each hold buffers
+// until the sweep, all of which the pools would then keep.
+//
 // The wait goes through the socket's RawConn: its first read attempt
 // reads straight into the read buffer (a read that does not wait), so
 // bytes already there cost nothing more; when there are none, the buffers
@@ -40,6 +52,11 @@ type parkState struct {
 	// inline: the connection serves its requests inside the wait (see
 	// inline.go); inqTried records that it asked for TCP_INQ, once.
 	inline, inqTried bool
+	// hold: the connection keeps its buffers while it waits, until the
+	// sweep moves it to the idle set or the wait wakes early (set by
+	// startWait for a connection the sweep watches, from its second
+	// request on).
+	hold bool
 }
 
 // errWouldBlock is what a read that does not wait returns when the socket
@@ -76,7 +93,9 @@ func (c *serverConn) readOrPark(fd uintptr) bool {
 		_, err := c.br.Peek(1)
 		c.src.direct = false
 		if errors.Is(err, errWouldBlock) {
-			c.letGo()
+			if !p.hold {
+				c.letGo()
+			}
 			return false
 		}
 		if err != nil || !p.inline {
@@ -89,7 +108,9 @@ func (c *serverConn) readOrPark(fd uintptr) bool {
 		if c.br.Buffered() == 0 && c.src.empty {
 			// Nothing can be in the socket that the wait would not
 			// report: wait without the read that would find nothing.
-			c.letGo()
+			if !p.hold {
+				c.letGo()
+			}
 			return false
 		}
 	}

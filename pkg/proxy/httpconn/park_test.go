@@ -45,8 +45,9 @@ func parked(c *serverConn) bool {
 	return c.xShared.Load() == nil
 }
 
-// TestIdleHTTP1ConnectionParks: between requests a keep-alive connection
-// holds neither its read buffer nor its exchange state, and what arrives
+// TestIdleHTTP1ConnectionParks: a keep-alive connection waiting for its
+// next request comes to hold neither its read buffer nor its exchange
+// state (at once, or once the idle sweep found it waiting), and what arrives
 // after (a request, a request in pieces, pipelined requests) is served
 // and counted whole.
 func TestIdleHTTP1ConnectionParks(t *testing.T) {

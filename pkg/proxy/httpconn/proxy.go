@@ -456,7 +456,7 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) (retry bo
 		pendingEnd = s.routeDeadline(s.tLast)
 	}
 	for attempt := 0; ; attempt++ {
-		uc, err := cl.AcquireHTTP1Until(ctx, host, pendingEnd, s.clientGone)
+		uc, err := cl.AcquireHTTP1For(ctx, host, s.acquire(pendingEnd))
 		if err != nil {
 			switch {
 			case s.downstreamReset():

@@ -2,6 +2,7 @@ package httpconn
 
 import (
 	"context"
+	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -26,6 +27,19 @@ func (s *stream) upstreamBase() context.Context {
 		return ctx
 	}
 	return upstream.WithSource(ctx, s.upSource)
+}
+
+// acquire is what the request tells the cluster's HTTP/1.1 pool with
+// its acquisition (the same as upstreamBase's context carries): its
+// route's priority and its source; a wait for a connection ends at deadline, or when
+// its client is gone.
+func (s *stream) acquire(deadline time.Time) upstream.Acquire {
+	return upstream.Acquire{
+		High:     s.route != nil && s.route.HighPriority,
+		Source:   s.upSource,
+		Deadline: deadline,
+		Gone:     s.clientGone,
+	}
 }
 
 // SetUpstreamSource implements httpfilter.Stream.

@@ -25,12 +25,20 @@ type trackedTry struct {
 }
 
 // beginTracked starts the tracking of an attempt on a cluster with the
-// histograms t (nil: none).
+// histograms t (nil: none). It is small enough to be inlined: a cluster
+// that tracks nothing pays a store and a nil check.
 func (s *stream) beginTracked(t *upstream.TrackedStats) {
 	s.track.stats = t
-	if t == nil {
-		return
+	if t != nil {
+		s.startTracked(t)
 	}
+}
+
+// startTracked is beginTracked on a cluster with histograms; kept out of
+// line so that beginTracked stays within the inliner's budget.
+//
+//go:noinline
+func (s *stream) startTracked(t *upstream.TrackedStats) {
 	s.track.respHead = -1
 	if t.TimeoutBudget != nil {
 		s.track.start = time.Now()
@@ -63,11 +71,18 @@ func (s *stream) endTracked() {
 
 // chargeTimeoutBudget records the share of the route timeout a request
 // used until its response completed (used) on a cluster with the
-// histograms of cs.
+// histograms of cs. It is small enough to be inlined: a cluster that
+// tracks nothing pays a nil check.
 func (s *stream) chargeTimeoutBudget(cs *upstream.ClusterStats, used time.Duration) {
 	if t := cs.Tracked; t != nil && t.TimeoutBudget != nil {
-		t.TimeoutBudget.PercentUsed.Record(upstream.PercentOfTimeout(used.Milliseconds(), s.rqTimeout.Milliseconds()))
+		s.recordTimeoutBudget(t.TimeoutBudget, used)
 	}
+}
+
+// recordTimeoutBudget is chargeTimeoutBudget on a cluster with the
+// timeout budget histograms b.
+func (s *stream) recordTimeoutBudget(b *upstream.TimeoutBudgetStats, used time.Duration) {
+	b.PercentUsed.Record(upstream.PercentOfTimeout(used.Milliseconds(), s.rqTimeout.Milliseconds()))
 }
 
 // sinceRequestEnd is the time since the request ended downstream, from
