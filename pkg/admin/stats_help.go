@@ -588,6 +588,7 @@ var otherHelp = [][2]string{
 	{"tcp.downstream_flow_control_paused_reading_total", "Times reading from downstream paused for flow control."},
 	{"tcp.downstream_flow_control_resumed_reading_total", "Times reading from downstream resumed after flow control."},
 	{"tcp.idle_timeout", "Connections closed after their idle timeout."},
+	{"tcp.early_data_received_count_total", "Reads of downstream bytes made before the upstream connected (max_early_data_bytes)."},
 	{"tcp.downstream_cx_drain_close", "Connections closed by check_drain_close because their listener drained."},
 	{"tcp.max_downstream_connection_duration", "Connections closed on reaching their maximum duration."},
 	{"tcp.upstream_flush_total", "Connections that kept flushing data upstream after downstream closed."},
