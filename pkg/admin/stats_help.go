@@ -432,6 +432,7 @@ var httpHelp = [][2]string{
 	{"http.json_to_metadata.resp_mismatched_content_type", "Responses whose content type the json_to_metadata filter does not read."},
 	{"http.json_to_metadata.resp_no_body", "Responses without a body for the json_to_metadata filter."},
 	{"http.json_to_metadata.resp_invalid_json_body", "Response bodies the json_to_metadata filter could not parse as JSON."},
+	{"listener_local_ratelimit.rate_limited", "Sockets the listener's local rate limit closed as they were accepted."},
 	{"http_local_rate_limit.enabled", "Requests the local rate limit was enabled for."},
 	{"http_local_rate_limit.enforced", "Requests the local rate limit was enforced for."},
 	{"http_local_rate_limit.rate_limited", "Requests over the local rate limit."},

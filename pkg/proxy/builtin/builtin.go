@@ -64,6 +64,7 @@ import (
 	taphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/tap/v3"
 	upstreamcodecv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/upstream_codec/v3"
 	httpinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
+	listenerlrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/local_ratelimit/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	originalsrcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_src/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
@@ -186,6 +187,7 @@ import (
 	httptap "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/tap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/upstreamcodec"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/httpinspector"
+	listenerlocalratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originaldst"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originalsrc"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/proxyprotocol"
@@ -328,6 +330,7 @@ func Registry() *extension.Registry {
 		extension.Of(upstreamcodec.Name, HTTPUpstreamFilters, &upstreamcodecv3.UpstreamCodec{}, upstreamcodec.Factory{}),
 
 		extension.Of(httpinspector.Name, ListenerFilters, &httpinspectorv3.HttpInspector{}, httpinspector.Factory{}),
+		extension.Of(listenerlocalratelimit.Name, ListenerFilters, &listenerlrlv3.LocalRateLimit{}, listenerlocalratelimit.Factory{}),
 		extension.Of(originaldst.Name, ListenerFilters, &originaldstv3.OriginalDst{}, originaldst.Factory{}),
 		extension.Of(originalsrc.Name, ListenerFilters, &originalsrcv3.OriginalSrc{}, originalsrc.Factory{}),
 		extension.Of(proxyprotocol.Name, ListenerFilters, &proxyprotocolv3.ProxyProtocol{}, proxyprotocol.Factory{}),

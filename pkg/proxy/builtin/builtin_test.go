@@ -81,6 +81,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.tap envoy.extensions.filters.http.tap.v3.Tap",
 		"envoy.filters.http.upstream proxy.filters.http.upstream_codec envoy.extensions.filters.http.upstream_codec.v3.UpstreamCodec",
 		"envoy.filters.listener proxy.filters.listener.http_inspector envoy.extensions.filters.listener.http_inspector.v3.HttpInspector",
+		"envoy.filters.listener proxy.filters.listener.local_ratelimit envoy.extensions.filters.listener.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.listener proxy.filters.listener.original_dst envoy.extensions.filters.listener.original_dst.v3.OriginalDst",
 		"envoy.filters.listener proxy.filters.listener.original_src envoy.extensions.filters.listener.original_src.v3.OriginalSrc",
 		"envoy.filters.listener proxy.filters.listener.proxy_protocol envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol",
