@@ -532,7 +532,12 @@ func testSupportRule(t *testing.T, name protoreflect.FullName, rule fieldSupport
 				t.Errorf("value %s is not a value of %s", v, name)
 			}
 		}
-		isAny := fd.Message() != nil && fd.Message().FullName() == anyFullName
+		vd := fd
+		if fd.IsMap() && len(rule.types) > 0 {
+			// A map of typed messages (typed_filter_metadata).
+			vd = fd.MapValue()
+		}
+		isAny := vd.Message() != nil && vd.Message().FullName() == anyFullName
 		if isAny != (rule.category != "" || len(rule.types) > 0) {
 			t.Errorf("typed_config field %v has category %q and types %v", isAny, rule.category, rule.types)
 		}

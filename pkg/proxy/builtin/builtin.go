@@ -119,6 +119,7 @@ import (
 	otlpsinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/open_telemetry/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
+	h11v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/http_11_proxy/v3"
 	iuv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
 	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
@@ -441,6 +442,8 @@ func Registry() *extension.Registry {
 		extension.Of("proxy.transport_sockets.raw_buffer", tlsconfig.UpstreamCategory, &rawbufferv3.RawBuffer{}, nil),
 		extension.Of(taptransport.Name, tlsconfig.UpstreamCategory, &taptransportv3.Tap{}, nil),
 		extension.Of(upstreamproxyprotocol.Name, tlsconfig.UpstreamCategory, &upstreamppv3.ProxyProtocolUpstreamTransport{}, nil),
+		// The http_11_proxy transport socket (cluster/http11proxy.go).
+		extension.Of("proxy.transport_sockets.http_11_proxy", tlsconfig.UpstreamCategory, &h11v3.Http11ProxyUpstreamTransport{}, nil),
 		// The internal_upstream transport socket (cluster/internal_upstream.go).
 		extension.Of("proxy.transport_sockets.internal_upstream", tlsconfig.UpstreamCategory, &iuv3.InternalUpstreamTransport{}, nil),
 		extension.Of(tlsconfig.Name, tlsconfig.UpstreamCategory, &tlsv3.UpstreamTlsContext{}, nil),

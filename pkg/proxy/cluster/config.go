@@ -85,7 +85,10 @@ type settings struct {
 	pp *upstreamproxyprotocol.Socket
 	// iu is the internal_upstream transport socket, nil for none: the
 	// metadata its connections to internal listeners pass on.
-	iu         *internalUpstream
+	iu *internalUpstream
+	// h11 is the http_11_proxy transport socket, nil for none: hosts with
+	// a proxy are reached through it with CONNECT.
+	h11        *http11Proxy
 	thresholds [numPriorities]Thresholds
 	// perHostCx is each priority's per_host_thresholds max_connections
 	// (buildPerHostThresholds).

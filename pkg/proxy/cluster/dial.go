@@ -120,7 +120,8 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	}
 	start := c.now()
 	dctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
-	conn, err := c.dialHost(userspace.WithPassthrough(dctx, c.settings.iu.metadata(h, c.settings.metadata)), h)
+	conn, err := c.dialVia(userspace.WithPassthrough(dctx, c.settings.iu.metadata(h, c.settings.metadata)), h, h.Address,
+		func(ctx context.Context) (net.Conn, error) { return c.dialHost(ctx, h) })
 	if err == nil {
 		err = c.sendProxyHeader(dctx, conn)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	h11v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/http_11_proxy/v3"
 	iuv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
 	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
@@ -77,6 +78,8 @@ type transport struct {
 	pp  *upstreamproxyprotocol.Socket
 	// iu is the internal_upstream transport socket, nil for none.
 	iu *internalUpstream
+	// h11 is the http_11_proxy transport socket, nil for none.
+	h11 *http11Proxy
 }
 
 // buildTransport compiles a cluster's transport_socket: TLS with an
@@ -138,6 +141,21 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 			return transport{}, errs
 		}
 		inner.pp = pp
+		return inner, nil
+	case *h11v3.Http11ProxyUpstreamTransport:
+		h11, err := compileHTTP11Proxy(m)
+		if err != nil {
+			return transport{}, fieldErrors(field+"typed_config.", err)
+		}
+		inner, errs := buildTransportAt(m.GetTransportSocket(), d, scope, field+"typed_config.transport_socket.")
+		if inner.h11 != nil || inner.iu != nil {
+			errs = append(errs, configErrorf(field+"typed_config.transport_socket", "an http_11_proxy transport socket cannot wrap another, nor internal_upstream"))
+		}
+		if len(errs) > 0 {
+			inner.close()
+			return transport{}, errs
+		}
+		inner.h11 = h11
 		return inner, nil
 	case *iuv3.InternalUpstreamTransport:
 		if d.stats == nil {
