@@ -124,6 +124,7 @@ import (
 	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
+	tcpstatsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tcp_stats/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
@@ -442,6 +443,8 @@ func Registry() *extension.Registry {
 		extension.Of("proxy.transport_sockets.raw_buffer", tlsconfig.UpstreamCategory, &rawbufferv3.RawBuffer{}, nil),
 		extension.Of(taptransport.Name, tlsconfig.UpstreamCategory, &taptransportv3.Tap{}, nil),
 		extension.Of(upstreamproxyprotocol.Name, tlsconfig.UpstreamCategory, &upstreamppv3.ProxyProtocolUpstreamTransport{}, nil),
+		// The tcp_stats transport socket, on clusters (cluster/tcpstats.go).
+		extension.Of("proxy.transport_sockets.tcp_stats", tlsconfig.UpstreamCategory, &tcpstatsv3.Config{}, nil),
 		// The http_11_proxy transport socket (cluster/http11proxy.go).
 		extension.Of("proxy.transport_sockets.http_11_proxy", tlsconfig.UpstreamCategory, &h11v3.Http11ProxyUpstreamTransport{}, nil),
 		// The internal_upstream transport socket (cluster/internal_upstream.go).

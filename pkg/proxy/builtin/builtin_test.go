@@ -154,6 +154,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.transport_sockets.upstream proxy.transport_sockets.internal_upstream envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport",
 		"envoy.transport_sockets.upstream proxy.transport_sockets.raw_buffer envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer",
 		"envoy.transport_sockets.upstream proxy.transport_sockets.tap envoy.extensions.transport_sockets.tap.v3.Tap",
+		"envoy.transport_sockets.upstream proxy.transport_sockets.tcp_stats envoy.extensions.transport_sockets.tcp_stats.v3.Config",
 		"envoy.transport_sockets.upstream proxy.transport_sockets.tls envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
 		"envoy.transport_sockets.upstream proxy.transport_sockets.upstream_proxy_protocol envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport",
 		"envoy.upstreams.http.http_protocol_options proxy.upstreams.http.http_protocol_options envoy.extensions.upstreams.http.v3.HttpProtocolOptions",

@@ -88,7 +88,10 @@ type settings struct {
 	iu *internalUpstream
 	// h11 is the http_11_proxy transport socket, nil for none: hosts with
 	// a proxy are reached through it with CONNECT.
-	h11        *http11Proxy
+	h11 *http11Proxy
+	// tcpStats is the tcp_stats transport socket, nil for none: each
+	// connection's TCP_INFO goes to cluster.<name>.tcp_stats.
+	tcpStats   *tcpStats
 	thresholds [numPriorities]Thresholds
 	// perHostCx is each priority's per_host_thresholds max_connections
 	// (buildPerHostThresholds).

@@ -39,6 +39,9 @@ type trackedConn struct {
 	// upgrades'): what Envoy's TCP connection pools hold, which
 	// close_connections_on_host_health_failure closes (hostFailed).
 	tcpPool atomic.Bool
+	// tcpStats records the connection's TCP_INFO (the tcp_stats
+	// transport socket), nil for none.
+	tcpStats *tcpStatsConn
 	// cx is the max_connections breaker the connection counts against
 	// until it closes; nil for none.
 	cx *resource
@@ -100,6 +103,10 @@ func (tc *trackedConn) Close() error {
 		return nil
 	}
 	c := tc.c
+	if tc.tcpStats != nil {
+		// The last TCP_INFO, while the socket is still open.
+		tc.tcpStats.finish()
+	}
 	c.untrack(tc)
 	c.stats.UpstreamCxActive.Dec()
 	c.stats.UpstreamCxDestroy.Inc()

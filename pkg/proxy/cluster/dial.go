@@ -157,6 +157,9 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	conn = c.tapped(conn)
 	now := c.now()
 	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now, tlsInfo: info}
+	if c.settings.tcpStats != nil {
+		tc.tcpStats = c.settings.tcpStats.watch(conn)
+	}
 	if c.settings.tls != nil {
 		tc.key.tls = tlsconfig.OverrideFrom(ctx)
 	}

@@ -12,6 +12,7 @@ import (
 	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
+	tcpstatsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tcp_stats/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -80,6 +81,8 @@ type transport struct {
 	iu *internalUpstream
 	// h11 is the http_11_proxy transport socket, nil for none.
 	h11 *http11Proxy
+	// tcpStats is the tcp_stats transport socket, nil for none.
+	tcpStats *tcpStats
 }
 
 // buildTransport compiles a cluster's transport_socket: TLS with an
@@ -156,6 +159,24 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 			return transport{}, errs
 		}
 		inner.h11 = h11
+		return inner, nil
+	case *tcpstatsv3.Config:
+		if d.stats == nil {
+			return transport{}, []error{configErrorf(field+"typed_config", "no stat store for the tcp_stats transport socket")}
+		}
+		ts, err := compileTCPStats(m, d.stats.Scope(scope))
+		if err != nil {
+			return transport{}, []error{configErrorf(field+"typed_config", "%v", err)}
+		}
+		inner, errs := buildTransportAt(m.GetTransportSocket(), d, scope, field+"typed_config.transport_socket.")
+		if inner.tcpStats != nil || inner.iu != nil {
+			errs = append(errs, configErrorf(field+"typed_config.transport_socket", "a tcp_stats transport socket cannot wrap another, nor internal_upstream"))
+		}
+		if len(errs) > 0 {
+			inner.close()
+			return transport{}, errs
+		}
+		inner.tcpStats = ts
 		return inner, nil
 	case *iuv3.InternalUpstreamTransport:
 		if d.stats == nil {
