@@ -189,8 +189,8 @@ func compile(cfg *udpproxyv3.UdpProxyConfig) (*config, error) {
 		}
 		c.originalSrc = true
 	}
-	refuse(len(cfg.GetSessionFilters()) > 0, "session_filters", "no UDP session filters")
-	refuse(cfg.GetTunnelingConfig() != nil, "tunneling_config", "no UDP tunneling over HTTP")
+	refuse(len(cfg.GetSessionFilters()) > 0, "session_filters", "not implemented yet: the UDP proxy has no session filter chain")
+	refuse(cfg.GetTunnelingConfig() != nil, "tunneling_config", "not implemented yet: no CONNECT-UDP (RFC 9298) tunnels")
 	if o := cfg.GetAccessLogOptions(); o != nil {
 		if d := o.GetAccessLogFlushInterval(); d != nil {
 			c.flushInterval = d.AsDuration()
