@@ -51,17 +51,9 @@ func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listen
 	if p.GetStatPrefix() == "" {
 		errs = append(errs, errors.New("stat_prefix: required"))
 	}
-	tb := p.GetTokenBucket()
-	spec, err := tokenbucket.Compile(tb)
-	switch {
-	case tb == nil:
-		errs = append(errs, errors.New("token_bucket: required"))
-	case err != nil:
-		errs = append(errs, fmt.Errorf("token_bucket.%w", err))
-	case spec.MaxTokens == 0:
-		errs = append(errs, errors.New("token_bucket.max_tokens: must be above 0"))
-	case tb.GetFillInterval() == nil:
-		errs = append(errs, errors.New("token_bucket.fill_interval: required"))
+	spec, err := tokenbucket.CompileRequired(p.GetTokenBucket())
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
