@@ -40,17 +40,35 @@ var _ = Describe("The tcp_stats transport socket", func() {
 		Expect(prom).To(ContainSubstring(`proxy_cluster_tcp_stats_cx_rtt_us_count{proxy_cluster_name="echo"}`))
 	})
 
-	It("is refused on a listener, where Outrigger does not implement it", func() {
-		r, _ := validate("b.yaml", fmt.Sprintf(`
+	It("records each downstream connection's TCP_INFO in the listener's tcp_stats stats", func() {
+		up := startTCPServer(echo)
+		port := freePort()
+		s := Start(newDir(), fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
 static_resources:
+  clusters: [%s]
   listeners:
   - name: l
     address: {socket_address: {address: 127.0.0.1, port_value: %d}}
     filter_chains:
-    - transport_socket: {name: envoy.transport_sockets.tcp_stats, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tcp_stats.v3.Config}}
-      filters: [{name: envoy.filters.network.echo, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.echo.v3.Echo}}]
-`, freePort()))
-		Expect(r.ExitCode).NotTo(BeZero())
-		Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].filter_chains[0].transport_socket.typed_config"))
+    - transport_socket: {name: envoy.transport_sockets.tcp_stats, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tcp_stats.v3.Config,
+        transport_socket: {name: envoy.transport_sockets.raw_buffer, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}}}}
+      filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: front, cluster: echo}}]
+`, tcpCluster("echo", up), port))
+
+		msg := bytes.Repeat([]byte("downstream"), 1<<12)
+		c := dialTCP(port)
+		expectStreamEcho(c, msg)
+		Expect(c.Close()).To(Succeed())
+		prefix := fmt.Sprintf("listener.127.0.0.1_%d.tcp_stats.", port)
+		Eventually(func() string { return statValue(s, prefix+"cx_tx_bytes_sent") }).ShouldNot(Equal("0"))
+		for _, name := range []string{"cx_tx_bytes_sent", "cx_rx_bytes_received"} {
+			v, err := strconv.Atoi(statValue(s, prefix+name))
+			Expect(err).NotTo(HaveOccurred(), name)
+			Expect(v).To(BeNumerically(">=", len(msg)), name)
+			Expect(v).To(BeNumerically("<=", len(msg)+1), name)
+		}
+		Expect(statValue(s, prefix+"cx_tx_unsent_bytes")).To(Equal("0"))
+		Expect(s.Get("/stats/prometheus").Body).To(ContainSubstring("# HELP proxy_listener_tcp_stats_cx_tx_segments Segments"))
 	})
 })

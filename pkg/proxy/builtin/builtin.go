@@ -439,11 +439,12 @@ func Registry() *extension.Registry {
 
 		extension.Of("proxy.transport_sockets.raw_buffer", tlsconfig.DownstreamCategory, &rawbufferv3.RawBuffer{}, nil),
 		extension.Of(taptransport.Name, tlsconfig.DownstreamCategory, &taptransportv3.Tap{}, nil),
+		extension.Of("proxy.transport_sockets.tcp_stats", tlsconfig.DownstreamCategory, &tcpstatsv3.Config{}, nil),
 		extension.Of(tlsconfig.Name, tlsconfig.DownstreamCategory, &tlsv3.DownstreamTlsContext{}, nil),
 		extension.Of("proxy.transport_sockets.raw_buffer", tlsconfig.UpstreamCategory, &rawbufferv3.RawBuffer{}, nil),
 		extension.Of(taptransport.Name, tlsconfig.UpstreamCategory, &taptransportv3.Tap{}, nil),
 		extension.Of(upstreamproxyprotocol.Name, tlsconfig.UpstreamCategory, &upstreamppv3.ProxyProtocolUpstreamTransport{}, nil),
-		// The tcp_stats transport socket, on clusters (cluster/tcpstats.go).
+		// The tcp_stats transport socket (package tcpstats).
 		extension.Of("proxy.transport_sockets.tcp_stats", tlsconfig.UpstreamCategory, &tcpstatsv3.Config{}, nil),
 		// The http_11_proxy transport socket (cluster/http11proxy.go).
 		extension.Of("proxy.transport_sockets.http_11_proxy", tlsconfig.UpstreamCategory, &h11v3.Http11ProxyUpstreamTransport{}, nil),

@@ -149,6 +149,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.trace_id_ratio_based envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig",
 		"envoy.transport_sockets.downstream proxy.transport_sockets.raw_buffer envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer",
 		"envoy.transport_sockets.downstream proxy.transport_sockets.tap envoy.extensions.transport_sockets.tap.v3.Tap",
+		"envoy.transport_sockets.downstream proxy.transport_sockets.tcp_stats envoy.extensions.transport_sockets.tcp_stats.v3.Config",
 		"envoy.transport_sockets.downstream proxy.transport_sockets.tls envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
 		"envoy.transport_sockets.upstream proxy.transport_sockets.http_11_proxy envoy.extensions.transport_sockets.http_11_proxy.v3.Http11ProxyUpstreamTransport",
 		"envoy.transport_sockets.upstream proxy.transport_sockets.internal_upstream envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport",

@@ -17,6 +17,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
@@ -91,7 +92,7 @@ type settings struct {
 	h11 *http11Proxy
 	// tcpStats is the tcp_stats transport socket, nil for none: each
 	// connection's TCP_INFO goes to cluster.<name>.tcp_stats.
-	tcpStats   *tcpStats
+	tcpStats   *tcpstats.Stats
 	thresholds [numPriorities]Thresholds
 	// perHostCx is each priority's per_host_thresholds max_connections
 	// (buildPerHostThresholds).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -41,7 +42,7 @@ type trackedConn struct {
 	tcpPool atomic.Bool
 	// tcpStats records the connection's TCP_INFO (the tcp_stats
 	// transport socket), nil for none.
-	tcpStats *tcpStatsConn
+	tcpStats *tcpstats.Recorder
 	// cx is the max_connections breaker the connection counts against
 	// until it closes; nil for none.
 	cx *resource
@@ -105,7 +106,7 @@ func (tc *trackedConn) Close() error {
 	c := tc.c
 	if tc.tcpStats != nil {
 		// The last TCP_INFO, while the socket is still open.
-		tc.tcpStats.finish()
+		tc.tcpStats.Finish()
 	}
 	c.untrack(tc)
 	c.stats.UpstreamCxActive.Dec()

@@ -22,6 +22,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
@@ -82,7 +83,7 @@ type transport struct {
 	// h11 is the http_11_proxy transport socket, nil for none.
 	h11 *http11Proxy
 	// tcpStats is the tcp_stats transport socket, nil for none.
-	tcpStats *tcpStats
+	tcpStats *tcpstats.Stats
 }
 
 // buildTransport compiles a cluster's transport_socket: TLS with an
@@ -164,7 +165,7 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 		if d.stats == nil {
 			return transport{}, []error{configErrorf(field+"typed_config", "no stat store for the tcp_stats transport socket")}
 		}
-		ts, err := compileTCPStats(m, d.stats.Scope(scope))
+		ts, err := tcpstats.Compile(m, d.stats.Scope(scope))
 		if err != nil {
 			return transport{}, []error{configErrorf(field+"typed_config", "%v", err)}
 		}

@@ -1,4 +1,4 @@
-package cluster
+package tcpstats
 
 import (
 	"io"
@@ -31,7 +31,7 @@ func TestTCPStatsRecordsAConnection(t *testing.T) {
 		<-done // no FIN before the reading: TCP would count it as a byte
 	}()
 	store := stats.NewStore()
-	s, err := compileTCPStats(&tcpstatsv3.Config{}, store.Scope("cluster.c."))
+	s, err := Compile(&tcpstatsv3.Config{}, store.Scope("cluster.c."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestTCPStatsRecordsAConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	r := s.watch(conn)
+	r := s.Watch(conn)
 	if r == nil {
 		t.Fatal("no recorder for a TCP connection")
 	}
@@ -50,8 +50,8 @@ func TestTCPStatsRecordsAConnection(t *testing.T) {
 	if _, err := io.ReadFull(conn, make([]byte, 1000)); err != nil {
 		t.Fatal(err)
 	}
-	r.finish()
-	r.finish() // once only
+	r.Finish()
+	r.Finish() // once only
 	for name, want := range map[string]uint64{"cx_tx_bytes_sent": 1000, "cx_rx_bytes_received": 1000} {
 		if got := store.Counter("cluster.c.tcp_stats." + name).Value(); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)

@@ -1,6 +1,14 @@
-package cluster
+// Package tcpstats is the tcp_stats transport socket
+// (envoy.transport_sockets.tcp_stats): each connection's TCP_INFO, read
+// when it closes and every update_period while it lasts, goes to Envoy's
+// stats under <scope>tcp_stats. (a cluster's, cluster.<name>., or a
+// listener's, listener.<address>.), as Envoy's TcpStatsSocket records
+// them.
+package tcpstats
 
 import (
+	"crypto/tls"
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -10,11 +18,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
-// tcpStats is the tcp_stats transport socket (envoy.transport_sockets.tcp_stats)
-// of a cluster: each upstream connection's TCP_INFO, read when it closes
-// and every update_period while it lasts, goes to Envoy's stats under
-// cluster.<name>.tcp_stats.
-type tcpStats struct {
+// Stats is a compiled tcp_stats transport socket (not the one it wraps).
+type Stats struct {
 	// period is update_period, 0 for none (only the close records).
 	period time.Duration
 
@@ -24,14 +29,14 @@ type tcpStats struct {
 	txPercentRetransmitted, rtt, rttVariance               *stats.Histogram
 }
 
-// compileTCPStats reads the transport socket (not the one it wraps) with
-// its stats in scope (the cluster's). Errors name the field below
-// typed_config.
-func compileTCPStats(m *tcpstatsv3.Config, scope stats.Scope) (*tcpStats, error) {
+// Compile reads the transport socket (not the one it wraps) with its stats
+// in scope (the cluster's or the listener's). It fails where TCP_INFO
+// cannot be read, as Envoy does off Linux.
+func Compile(m *tcpstatsv3.Config, scope stats.Scope) (*Stats, error) {
 	if err := tcpInfoSupported(); err != nil {
 		return nil, err
 	}
-	s := &tcpStats{
+	s := &Stats{
 		txSegments:             scope.Counter("tcp_stats.cx_tx_segments"),
 		rxSegments:             scope.Counter("tcp_stats.cx_rx_segments"),
 		txDataSegments:         scope.Counter("tcp_stats.cx_tx_data_segments"),
@@ -59,10 +64,10 @@ type tcpInfo struct {
 	rtt, rttVar                                            uint32
 }
 
-// tcpStatsConn records one connection's TCP_INFO: the counters take what
+// Recorder records one connection's TCP_INFO: the counters take what
 // grew since the last reading, the gauges follow the connection's values.
-type tcpStatsConn struct {
-	s    *tcpStats
+type Recorder struct {
+	s    *Stats
 	conn net.Conn // the TCP connection
 
 	mu    sync.Mutex
@@ -71,10 +76,10 @@ type tcpStatsConn struct {
 	done  bool
 }
 
-// watch starts recording the TCP_INFO of conn (every update_period), or
-// of the TCP connection under its layers (TLS, tap); nil when there is
-// none (a pipe).
-func (s *tcpStats) watch(conn net.Conn) *tcpStatsConn {
+// Watch starts recording the TCP_INFO of conn (every update_period), or
+// of the TCP connection under its layers (TLS); nil when there is none (a
+// pipe).
+func (s *Stats) Watch(conn net.Conn) *Recorder {
 	for {
 		if _, ok := conn.(*net.TCPConn); ok {
 			break
@@ -85,7 +90,7 @@ func (s *tcpStats) watch(conn net.Conn) *tcpStatsConn {
 		}
 		conn = nc.NetConn()
 	}
-	r := &tcpStatsConn{s: s, conn: conn}
+	r := &Recorder{s: s, conn: conn}
 	if s.period > 0 {
 		r.mu.Lock()
 		r.timer = time.AfterFunc(s.period, r.tick)
@@ -95,7 +100,7 @@ func (s *tcpStats) watch(conn net.Conn) *tcpStatsConn {
 }
 
 // tick records and rearms the timer, until the connection closed.
-func (r *tcpStatsConn) tick() {
+func (r *Recorder) tick() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -105,9 +110,10 @@ func (r *tcpStatsConn) tick() {
 	r.timer.Reset(r.s.period)
 }
 
-// finish records the connection's last values, before it closes, and
-// takes what it left in the gauges back out, as Envoy does.
-func (r *tcpStatsConn) finish() {
+// Finish records the connection's last values, before it closes, and
+// takes what it left in the gauges back out, as Envoy does. Only the
+// first call counts.
+func (r *Recorder) Finish() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -125,7 +131,7 @@ func (r *tcpStatsConn) finish() {
 // recordLocked reads TCP_INFO and updates the stats as Envoy's
 // recordStats: the retransmitted share of the data segments sent since
 // the last reading, the counters' growth, the gauges' change, the RTT.
-func (r *tcpStatsConn) recordLocked() {
+func (r *Recorder) recordLocked() {
 	info, ok := readTCPInfo(r.conn)
 	if !ok {
 		return
@@ -161,4 +167,48 @@ func (r *tcpStatsConn) recordLocked() {
 	last.unacked = info.unacked
 	s.rtt.Record(uint64(info.rtt))
 	s.rttVariance.Record(uint64(info.rttVar))
+}
+
+// Wrap implements the listener's connection wrapper: a downstream
+// connection is recorded from its filter chain's start until it closes.
+// The wrapper keeps NetConn, so that the proxy's fast paths still reach
+// the socket (TCP_INFO counts what they move too).
+func (s *Stats) Wrap(c net.Conn, _, _ net.Addr) net.Conn {
+	r := s.Watch(c)
+	if r == nil {
+		return c
+	}
+	return &conn{Conn: c, r: r}
+}
+
+// conn is a downstream connection whose close records its TCP_INFO.
+type conn struct {
+	net.Conn
+	r *Recorder
+}
+
+// Close implements net.Conn: the last reading, then the close.
+func (c *conn) Close() error {
+	c.r.Finish()
+	return c.Conn.Close()
+}
+
+// CloseWrite half-closes the connection underneath, when it can.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// NetConn is the connection underneath.
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
+// ConnectionState is the state of the TLS session underneath (the zero
+// value over plaintext).
+func (c *conn) ConnectionState() tls.ConnectionState {
+	if tc, ok := c.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok {
+		return tc.ConnectionState()
+	}
+	return tls.ConnectionState{}
 }
