@@ -155,6 +155,32 @@ static_resources:
 		Expect(r.Body).To(ContainSubstring("# HELP proxy_ext_authz_deny_denied Connections the authorization service denied."))
 	})
 
+	It("in shadow_mode lets a denied connection through and records the decision in the filter state", func() {
+		up := startTCPServer(echo)
+		port := freePort()
+		_, authzPort := startTCPAuthz(port)
+		logged := `{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy,
+		stat_prefix: front, cluster: echo,
+		access_log: [{name: envoy.access_loggers.stdout, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
+			log_format: {text_format_source: {inline_string: "SHADOWLOG %RESPONSE_FLAGS% %FILTER_STATE(envoy.filters.network.ext_authz:PLAIN)% field=%FILTER_STATE(envoy.filters.network.ext_authz:FIELD:check_result)%\n"}}}}]}}`
+		cfg := fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters: [%s, %s]
+  listeners: [{name: shadow, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [{filters: [%s, %s]}]}]
+`, tcpCluster("echo", up), grpcCluster("authz", authzPort), port, netExtAuthz("authz", "stat_prefix: shadow, shadow_mode: true"), logged)
+		s := Start(newDir(), cfg, "--file-flush-interval-msec", "50")
+
+		c := dialTCP(port)
+		expectEcho(c)
+		Expect(c.Close()).To(Succeed()) // tcp_proxy logs the connection at its end
+		Eventually(s.Stdout).Should(ContainSubstring(`SHADOWLOG - {"check_result":"DENIED","status_code":403} field=DENIED` + "\n"))
+		for stat, want := range map[string]string{"total": "1", "ok": "0", "denied": "1", "cx_closed": "0", "active": "0"} {
+			Expect(statValue(s, "ext_authz.shadow."+stat)).To(Equal(want), stat)
+		}
+		Expect(statValue(s, "cluster.echo.upstream_cx_total")).To(Equal("1"), "the denied connection reached the upstream")
+	})
+
 	It("tells the service the client's principal and certificate and the SNI of a TLS connection", func() {
 		dir := newDir()
 		f := newTLSFiles(dir)

@@ -278,12 +278,36 @@ var _ = Describe("TCP proxy", func() {
 		Expect(s.Wait(20 * time.Second)).To(Equal(0))
 	})
 
+	It("with upstream_connect_mode ON_DOWNSTREAM_DATA connects upstream once the client's first bytes came, reading them early", func() {
+		up := startTCPServer(echo)
+		port := freePort()
+		s := Start(newDir(), tcpBootstrap(port, "cluster: echo, upstream_connect_mode: ON_DOWNSTREAM_DATA, max_early_data_bytes: 4096", tcpCluster("echo", up)), "--file-flush-interval-msec", "50")
+
+		// A client that ends without a byte gets no upstream.
+		silent := dialTCP(port)
+		Expect(silent.CloseWrite()).To(Succeed())
+		_, err := io.ReadAll(silent)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(s.Stdout).Should(MatchRegexp(`TCPLOG echo - 0 0 - 127\.0\.0\.1:\d+ 0\n`))
+		Expect(statValue(s, "cluster.echo.upstream_cx_total")).To(Equal("0"))
+
+		expectStreamEcho(dialTCP(port), bytes.Repeat([]byte("early"), 1<<14))
+		Expect(statValue(s, "cluster.echo.upstream_cx_total")).To(Equal("1"))
+		Expect(statValue(s, "tcp.front.early_data_received_count_total")).NotTo(Equal("0"))
+		Expect(statValue(s, "tcp.front.downstream_cx_rx_bytes_total")).To(Equal(strconv.Itoa(5 << 14)))
+		Expect(s.Get("/stats/prometheus").Body).To(ContainSubstring("# HELP proxy_tcp_early_data_received_count_total Reads"))
+	})
+
 	It("refuses what it does not implement, and a bad configuration, with their paths", func() {
 		tp := "static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
-		r, _ := validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, on_demand: {resources_locator: \"xdstp://x\"}, max_early_data_bytes: 1024", tcpCluster("echo", 1)))
+		r, _ := validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, on_demand: {resources_locator: \"xdstp://x\"}, upstream_idle_timeout: 1s", tcpCluster("echo", 1)))
 		Expect(r.ExitCode).NotTo(Equal(0))
 		Expect(r.Stderr).To(ContainSubstring(tp + ".on_demand.resources_locator: not supported by Outrigger"))
-		Expect(r.Stderr).To(ContainSubstring(tp + ".max_early_data_bytes: not supported by Outrigger"))
+		Expect(r.Stderr).To(ContainSubstring(tp + ".upstream_idle_timeout: not implemented by Envoy either"))
+
+		r, _ = validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, upstream_connect_mode: ON_DOWNSTREAM_DATA", tcpCluster("echo", 1)))
+		Expect(r.ExitCode).NotTo(Equal(0))
+		Expect(r.Stderr).To(ContainSubstring("max_early_data_bytes: must be set when upstream_connect_mode is ON_DOWNSTREAM_DATA"))
 
 		r, _ = validate("tcp.yaml", strings.Replace(tcpBootstrap(freePort(), "", tcpCluster("echo", 1)), "stat_prefix: front", "stat_prefix: \"\"", 1))
 		Expect(r.ExitCode).NotTo(Equal(0))

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -239,13 +240,39 @@ var _ = Describe("UDP proxy", func() {
 			Expect(r.ExitCode).NotTo(Equal(0), r.Stdout+r.Stderr)
 			Expect(r.Stdout + r.Stderr).To(ContainSubstring(want))
 		},
-		Entry("use_original_src_ip", ", use_original_src_ip: true", "", "static_resources.listeners[0].listener_filters[0].typed_config.use_original_src_ip"),
 		Entry("tunneling_config", ", tunneling_config: {proxy_host: h}", "", "static_resources.listeners[0].listener_filters[0].typed_config.tunneling_config"),
 		Entry("prefer_gro", ", upstream_socket_config: {prefer_gro: true}", "", "typed_config.upstream_socket_config.prefer_gro"),
 		Entry("quic_options", "", "udp_listener_config: {quic_options: {}}", "static_resources.listeners[0].udp_listener_config.quic_options"),
 		Entry("a connection setting", "", "per_connection_buffer_limit_bytes: 1024", "static_resources.listeners[0].per_connection_buffer_limit_bytes: not supported on a UDP listener"),
 		Entry("filter chains", "", "filter_chains: [{filters: [{name: envoy.filters.network.echo, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.filters.network.echo.v3.Echo}}]}]", "static_resources.listeners[0].filter_chains"),
 	)
+
+	It("sends from the client's IP address with use_original_src_ip", func() {
+		if os.Geteuid() != 0 {
+			Skip("IP_TRANSPARENT needs CAP_NET_ADMIN")
+		}
+		// The host answers with the address the datagram came from.
+		srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(srv.Close)
+		go func() {
+			buf := make([]byte, 2048)
+			for {
+				_, from, err := srv.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					return
+				}
+				_, _ = srv.WriteToUDPAddrPort([]byte("from:"+from.Addr().String()), from)
+			}
+		}()
+		s := Start(newDir(), udpBootstrap(udpRoute("echo")+", use_original_src_ip: true", "", tcpCluster("echo", srv.LocalAddr().(*net.UDPAddr).Port)))
+		port := listenerPort(s, "udp")
+		// On loopback the client's address is the host's too: the answer
+		// to it reaches the session's socket, and comes back.
+		Expect(exchange(udpClient("127.0.0.2"), port, "who")).To(Equal("from:127.0.0.2"))
+		// Counted after the send returns, which the answer can beat.
+		Eventually(func() string { return statValue(s, "cluster.echo.udp.sess_tx_datagrams") }).Should(Equal("1"))
+	})
 
 	It("validates a UDP listener in --mode validate", func() {
 		r, _ := validate("udp.yaml", udpBootstrap(udpRoute("echo")+", hash_policies: [{key: k}], use_per_packet_load_balancing: true", "", tcpCluster("echo", 9)))

@@ -83,7 +83,7 @@ func (c *supportChecker) field(fd protoreflect.FieldDescriptor, v protoreflect.V
 		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: unsupportedReason(fd.FullName())})
 		return
 	}
-	if rule.only != nil && !rule.only.MatchString(path) {
+	if rule.only != nil && !fd.IsMap() && !rule.only.MatchString(path) {
 		c.unsupported = append(c.unsupported, fieldErrorf(path, "not supported by Outrigger here (only in %s)", rule.onlyWhere))
 		return
 	}
@@ -98,7 +98,13 @@ func (c *supportChecker) field(fd protoreflect.FieldDescriptor, v protoreflect.V
 	case fd.IsMap():
 		mp := v.Map()
 		for _, k := range sortedMapKeys(mp) {
-			c.value(fd.MapValue(), rule, mp.Get(k), mapKeyPath(path, k))
+			p := mapKeyPath(path, k)
+			if rule.only != nil && !rule.only.MatchString(p) {
+				// A map's only names the entries (their keys) too.
+				c.unsupported = append(c.unsupported, fieldErrorf(p, "not supported by Outrigger here (only in %s)", rule.onlyWhere))
+				continue
+			}
+			c.value(fd.MapValue(), rule, mp.Get(k), p)
 		}
 	default:
 		c.value(fd, rule, v, path)
@@ -273,6 +279,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedLocality, supportedDFP,
 	supportedOnDemand, supportedUpstreamLog,
 	supportedUDPProxy,
+	supportedHTTP11Proxy,
 	supportedJWTAuthn,
 	supportedLua,
 	supportedRateLimit,

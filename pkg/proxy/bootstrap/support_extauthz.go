@@ -12,8 +12,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // The filter's Compile refuses transport_api_version V2.
 //
 // The network filter, envoy.filters.network.ext_authz, has its own
-// fields below. Not listed, so refused with their path: shadow_mode (the
-// decision would go to a filter state no network filter reads) and
+// fields below. Not listed, so refused with its path:
 // send_tls_alert_on_denial (see refusedWhy).
 var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.stat_prefix":              {},
@@ -31,6 +30,8 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	// as in Envoy without such a filter.
 	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.metadata_context_namespaces":       {},
 	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.typed_metadata_context_namespaces": {},
+	// The decision goes to the connection's filter state.
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.shadow_mode": {},
 
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.grpc_service":                  {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.http_service":                  {},

@@ -4,8 +4,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedSetFilterState lists the fields of the set_filter_state HTTP
 // and network filters (package filters/setfilterstate). Refused with their
-// path: the network filter's on_downstream_data (tcp_proxy has chosen its
-// cluster before the first bytes) and shared_with_upstream other than
+// path: the network filter's on_downstream_data (Outrigger's network
+// filters run once, before the terminal filter reads: none is called again
+// on the first bytes) and shared_with_upstream other than
 // NONE (Outrigger's internal upstream connections start with a filter
 // state of their own).
 var supportedSetFilterState = map[protoreflect.FullName]fieldSupport{

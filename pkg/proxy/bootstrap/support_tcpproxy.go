@@ -6,8 +6,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // that Outrigger implements (see supportedCore and
 // pkg/proxy/filters/network/tcpproxy). Not implemented, so refused with
 // their path: on_demand.resources_locator, downstream_idle_timeout and
-// upstream_idle_timeout (not implemented by Envoy either), upstream_connect_mode other
-// than IMMEDIATE, max_early_data_bytes.
+// upstream_idle_timeout (not implemented by Envoy either: its API hides
+// them as not implemented).
 var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.stat_prefix":                                          {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.cluster":                                              {},
@@ -33,21 +33,24 @@ var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.type.v3.HashPolicy.source_ip":                                                                          {},
 	"envoy.type.v3.HashPolicy.filter_state":                                                                       {},
 	"envoy.type.v3.HashPolicy.FilterState.key":                                                                    {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.upstream_connect_mode":                                {values: []string{"IMMEDIATE"}},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.access_log_flush_interval":        {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.flush_access_log_on_connected":    {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.flush_access_log_on_start":        {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.tunneling_config":                                     {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.hostname":                             {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.use_post":                             {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.post_path":                            {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.headers_to_add":                       {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.propagate_response_headers":           {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.propagate_response_trailers":          {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.request_id_extension":                 {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.request_id_header":                    {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.request_id_metadata_key":              {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.formatters":                           {},
-	"envoy.config.core.v3.BackoffStrategy.base_interval":                                                          {},
-	"envoy.config.core.v3.BackoffStrategy.max_interval":                                                           {},
+	// ON_DOWNSTREAM_TLS_HANDSHAKE is IMMEDIATE in Outrigger: the listener
+	// hands a TLS connection over once its handshake is done.
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.upstream_connect_mode":                             {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.max_early_data_bytes":                              {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.access_log_flush_interval":     {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.flush_access_log_on_connected": {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.flush_access_log_on_start":     {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.tunneling_config":                                  {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.hostname":                          {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.use_post":                          {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.post_path":                         {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.headers_to_add":                    {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.propagate_response_headers":        {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.propagate_response_trailers":       {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.request_id_extension":              {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.request_id_header":                 {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.request_id_metadata_key":           {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.formatters":                        {},
+	"envoy.config.core.v3.BackoffStrategy.base_interval":                                                       {},
+	"envoy.config.core.v3.BackoffStrategy.max_interval":                                                        {},
 }

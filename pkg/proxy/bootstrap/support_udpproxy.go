@@ -8,7 +8,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // listener address's protocol may say UDP (support_table.go). Not
 // implemented, so refused with their path: udp_listener_config's
 // quic_options and udp_packet_packet_writer_config; in the udp_proxy,
-// use_original_src_ip, session_filters, tunneling_config and
+// session_filters, tunneling_config and
 // access_log_options.flush_access_log_on_tunnel_connected. prefer_gro is accepted only as false (the filter and
 // the listener refuse true).
 var supportedUDPProxy = map[protoreflect.FullName]fieldSupport{
@@ -25,6 +25,7 @@ var supportedUDPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.HashPolicy.key":                                {},
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.upstream_socket_config":                        {},
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.use_per_packet_load_balancing":                 {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.use_original_src_ip":                           {},
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.access_log":                                    {},
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.proxy_access_log":                              {},
 	"envoy.extensions.filters.udp.udp_proxy.v3.Route.cluster":                                                {},

@@ -69,6 +69,7 @@ import (
 	taphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/tap/v3"
 	upstreamcodecv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/upstream_codec/v3"
 	httpinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
+	listenerlrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/local_ratelimit/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	originalsrcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_src/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
@@ -126,10 +127,12 @@ import (
 	otlpsinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/open_telemetry/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
+	h11v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/http_11_proxy/v3"
 	iuv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
 	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
+	tcpstatsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tcp_stats/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
@@ -199,6 +202,7 @@ import (
 	httptap "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/tap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/upstreamcodec"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/httpinspector"
+	listenerlocalratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originaldst"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originalsrc"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/proxyprotocol"
@@ -352,6 +356,7 @@ func Registry() *extension.Registry {
 		extension.Of(upstreamcodec.Name, HTTPUpstreamFilters, &upstreamcodecv3.UpstreamCodec{}, upstreamcodec.Factory{}),
 
 		extension.Of(httpinspector.Name, ListenerFilters, &httpinspectorv3.HttpInspector{}, httpinspector.Factory{}),
+		extension.Of(listenerlocalratelimit.Name, ListenerFilters, &listenerlrlv3.LocalRateLimit{}, listenerlocalratelimit.Factory{}),
 		extension.Of(originaldst.Name, ListenerFilters, &originaldstv3.OriginalDst{}, originaldst.Factory{}),
 		extension.Of(originalsrc.Name, ListenerFilters, &originalsrcv3.OriginalSrc{}, originalsrc.Factory{}),
 		extension.Of(proxyprotocol.Name, ListenerFilters, &proxyprotocolv3.ProxyProtocol{}, proxyprotocol.Factory{}),
@@ -459,10 +464,15 @@ func Registry() *extension.Registry {
 
 		extension.Of("proxy.transport_sockets.raw_buffer", tlsconfig.DownstreamCategory, &rawbufferv3.RawBuffer{}, nil),
 		extension.Of(taptransport.Name, tlsconfig.DownstreamCategory, &taptransportv3.Tap{}, nil),
+		extension.Of("proxy.transport_sockets.tcp_stats", tlsconfig.DownstreamCategory, &tcpstatsv3.Config{}, nil),
 		extension.Of(tlsconfig.Name, tlsconfig.DownstreamCategory, &tlsv3.DownstreamTlsContext{}, nil),
 		extension.Of("proxy.transport_sockets.raw_buffer", tlsconfig.UpstreamCategory, &rawbufferv3.RawBuffer{}, nil),
 		extension.Of(taptransport.Name, tlsconfig.UpstreamCategory, &taptransportv3.Tap{}, nil),
 		extension.Of(upstreamproxyprotocol.Name, tlsconfig.UpstreamCategory, &upstreamppv3.ProxyProtocolUpstreamTransport{}, nil),
+		// The tcp_stats transport socket (package tcpstats).
+		extension.Of("proxy.transport_sockets.tcp_stats", tlsconfig.UpstreamCategory, &tcpstatsv3.Config{}, nil),
+		// The http_11_proxy transport socket (cluster/http11proxy.go).
+		extension.Of("proxy.transport_sockets.http_11_proxy", tlsconfig.UpstreamCategory, &h11v3.Http11ProxyUpstreamTransport{}, nil),
 		// The internal_upstream transport socket (cluster/internal_upstream.go).
 		extension.Of("proxy.transport_sockets.internal_upstream", tlsconfig.UpstreamCategory, &iuv3.InternalUpstreamTransport{}, nil),
 		extension.Of(tlsconfig.Name, tlsconfig.UpstreamCategory, &tlsv3.UpstreamTlsContext{}, nil),

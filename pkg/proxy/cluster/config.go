@@ -17,6 +17,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
@@ -86,7 +87,13 @@ type settings struct {
 	pp *upstreamproxyprotocol.Socket
 	// iu is the internal_upstream transport socket, nil for none: the
 	// metadata its connections to internal listeners pass on.
-	iu         *internalUpstream
+	iu *internalUpstream
+	// h11 is the http_11_proxy transport socket, nil for none: hosts with
+	// a proxy are reached through it with CONNECT.
+	h11 *http11Proxy
+	// tcpStats is the tcp_stats transport socket, nil for none: each
+	// connection's TCP_INFO goes to cluster.<name>.tcp_stats.
+	tcpStats   *tcpstats.Stats
 	thresholds [numPriorities]Thresholds
 	// perHostCx is each priority's per_host_thresholds max_connections
 	// (buildPerHostThresholds).

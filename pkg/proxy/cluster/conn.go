@@ -10,6 +10,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -39,6 +40,9 @@ type trackedConn struct {
 	// upgrades'): what Envoy's TCP connection pools hold, which
 	// close_connections_on_host_health_failure closes (hostFailed).
 	tcpPool atomic.Bool
+	// tcpStats records the connection's TCP_INFO (the tcp_stats
+	// transport socket), nil for none.
+	tcpStats *tcpstats.Recorder
 	// cx is the max_connections breaker the connection counts against
 	// until it closes; nil for none.
 	cx *resource
@@ -103,6 +107,10 @@ func (tc *trackedConn) Close() error {
 		return nil
 	}
 	c := tc.c
+	if tc.tcpStats != nil {
+		// The last TCP_INFO, while the socket is still open.
+		tc.tcpStats.Finish()
+	}
 	c.untrack(tc)
 	c.stats.UpstreamCxActive.Dec()
 	c.stats.UpstreamCxDestroy.Inc()

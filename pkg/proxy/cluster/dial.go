@@ -10,6 +10,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/userspace"
@@ -120,7 +121,8 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	}
 	start := c.now()
 	dctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
-	conn, err := c.dialHost(userspace.WithPassthrough(dctx, c.settings.iu.metadata(h, c.settings.metadata)), h)
+	conn, err := c.dialVia(userspace.WithPassthrough(dctx, c.settings.iu.metadata(h, c.settings.metadata)), h, h.Address,
+		func(ctx context.Context) (net.Conn, error) { return c.dialHost(ctx, h) })
 	if err == nil {
 		err = c.sendProxyHeader(dctx, conn)
 	}
@@ -153,9 +155,14 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		// it rather than rely on the default.
 		_ = tcp.SetNoDelay(true)
 	}
+	var rec *tcpstats.Recorder
+	if c.settings.tcpStats != nil {
+		// Before the tap, which hides the socket underneath.
+		rec = c.settings.tcpStats.Watch(conn)
+	}
 	conn = c.tapped(conn)
 	now := c.now()
-	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now, tlsInfo: info}
+	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now, tlsInfo: info, tcpStats: rec}
 	if c.settings.tls != nil {
 		tc.key.tls = tlsconfig.OverrideFrom(ctx)
 	}

@@ -248,7 +248,7 @@ func (c *Cluster) dialCheck(ctx context.Context, h *upstream.Host, address strin
 	c.countCheckSocket()
 	ctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
 	defer cancel()
-	conn, err := c.dial(ctx, address)
+	conn, err := c.dialVia(ctx, h, address, func(ctx context.Context) (net.Conn, error) { return c.dial(ctx, address) })
 	if err == nil {
 		err = c.sendProxyHeader(ctx, conn)
 	}

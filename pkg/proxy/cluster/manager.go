@@ -228,7 +228,7 @@ func clusterSettings(cfg *clusterv3.Cluster, td transportDeps, defaultBind *bind
 	}
 	td.cluster = s.observabilityName
 	t, terrs := buildTransport(cfg.GetTransportSocket(), td, "cluster."+s.observabilityName+".")
-	s.tls, s.tap, s.pp, s.iu = t.tls, t.tap, t.pp, t.iu
+	s.tls, s.tap, s.pp, s.iu, s.h11, s.tcpStats = t.tls, t.tap, t.pp, t.iu, t.h11, t.tcpStats
 	errs = append(errs, terrs...)
 	var merrs []error
 	s.sockets, merrs = buildSocketMatches(cfg, td, "cluster."+s.observabilityName+".", t)

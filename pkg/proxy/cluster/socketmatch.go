@@ -77,6 +77,12 @@ func buildSocketMatches(cfg *clusterv3.Cluster, d transportDeps, scope string, d
 		if t.iu != nil {
 			terrs = append(terrs, configErrorf(join(path, "transport_socket"), "an internal_upstream transport socket is not supported in transport_socket_matches"))
 		}
+		if t.h11 != nil {
+			terrs = append(terrs, configErrorf(join(path, "transport_socket"), "an http_11_proxy transport socket is not supported in transport_socket_matches"))
+		}
+		if t.tcpStats != nil {
+			terrs = append(terrs, configErrorf(join(path, "transport_socket"), "a tcp_stats transport socket is not supported in transport_socket_matches"))
+		}
 		if len(terrs) > 0 {
 			errs = append(errs, terrs...)
 			continue
@@ -102,6 +108,12 @@ func buildSocketMatches(cfg *clusterv3.Cluster, d transportDeps, scope string, d
 		}
 		if def.iu != nil {
 			errs = append(errs, configErrorf("transport_socket", "an internal_upstream transport socket is not supported with transport_socket_matches"))
+		}
+		if def.h11 != nil {
+			errs = append(errs, configErrorf("transport_socket", "an http_11_proxy transport socket is not supported with transport_socket_matches"))
+		}
+		if def.tcpStats != nil {
+			errs = append(errs, configErrorf("transport_socket", "a tcp_stats transport socket is not supported with transport_socket_matches"))
 		}
 	}
 	if hcs := cfg.GetHealthChecks(); len(hcs) > 0 && hcs[0].GetTransportSocketMatchCriteria() != nil {

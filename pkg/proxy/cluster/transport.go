@@ -7,10 +7,12 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	h11v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/http_11_proxy/v3"
 	iuv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
 	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
+	tcpstatsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tcp_stats/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -20,6 +22,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
@@ -77,6 +80,10 @@ type transport struct {
 	pp  *upstreamproxyprotocol.Socket
 	// iu is the internal_upstream transport socket, nil for none.
 	iu *internalUpstream
+	// h11 is the http_11_proxy transport socket, nil for none.
+	h11 *http11Proxy
+	// tcpStats is the tcp_stats transport socket, nil for none.
+	tcpStats *tcpstats.Stats
 }
 
 // buildTransport compiles a cluster's transport_socket: TLS with an
@@ -138,6 +145,39 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 			return transport{}, errs
 		}
 		inner.pp = pp
+		return inner, nil
+	case *h11v3.Http11ProxyUpstreamTransport:
+		h11, err := compileHTTP11Proxy(m)
+		if err != nil {
+			return transport{}, fieldErrors(field+"typed_config.", err)
+		}
+		inner, errs := buildTransportAt(m.GetTransportSocket(), d, scope, field+"typed_config.transport_socket.")
+		if inner.h11 != nil || inner.iu != nil {
+			errs = append(errs, configErrorf(field+"typed_config.transport_socket", "an http_11_proxy transport socket cannot wrap another, nor internal_upstream"))
+		}
+		if len(errs) > 0 {
+			inner.close()
+			return transport{}, errs
+		}
+		inner.h11 = h11
+		return inner, nil
+	case *tcpstatsv3.Config:
+		if d.stats == nil {
+			return transport{}, []error{configErrorf(field+"typed_config", "no stat store for the tcp_stats transport socket")}
+		}
+		ts, err := tcpstats.Compile(m, d.stats.Scope(scope))
+		if err != nil {
+			return transport{}, []error{configErrorf(field+"typed_config", "%v", err)}
+		}
+		inner, errs := buildTransportAt(m.GetTransportSocket(), d, scope, field+"typed_config.transport_socket.")
+		if inner.tcpStats != nil || inner.iu != nil {
+			errs = append(errs, configErrorf(field+"typed_config.transport_socket", "a tcp_stats transport socket cannot wrap another, nor internal_upstream"))
+		}
+		if len(errs) > 0 {
+			inner.close()
+			return transport{}, errs
+		}
+		inner.tcpStats = ts
 		return inner, nil
 	case *iuv3.InternalUpstreamTransport:
 		if d.stats == nil {

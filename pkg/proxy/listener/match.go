@@ -67,6 +67,9 @@ type chain struct {
 	// tap wraps the chain's connections once their handshake is done
 	// (the tap transport socket), nil when none.
 	tap ConnWrapper
+	// tcpStats records each connection's TCP_INFO (tcp_stats), nil for
+	// none.
+	tcpStats ConnWrapper
 }
 
 // compileMatch compiles a filter_chain_match (nil matches everything).

@@ -18,6 +18,9 @@ import (
 type Transport struct {
 	TLS *tlsconfig.Server
 	Tap ConnWrapper
+	// TCPStats is the tcp_stats transport socket, nil for none: it wraps
+	// each connection under the tap.
+	TCPStats ConnWrapper
 }
 
 // ConnWrapper wraps each connection of a filter chain once its handshake
@@ -52,7 +55,7 @@ func (c *chain) compileTransport(fc *listenerv3.FilterChain, build func(*corev3.
 	if err != nil {
 		errs = append(errs, PrefixErrors("transport_socket.", err)...)
 	}
-	c.tls, c.tap = t.TLS, t.Tap
+	c.tls, c.tap, c.tcpStats = t.TLS, t.Tap, t.TCPStats
 	return errors.Join(errs...)
 }
 
@@ -79,6 +82,9 @@ func (l *Listener) serve(conn *Conn, ch *chain) {
 	}
 	if ch.tls != nil && !l.handshake(conn, ch) {
 		return
+	}
+	if ch.tcpStats != nil {
+		conn.Conn = ch.tcpStats.Wrap(conn.Conn, conn.LocalAddr(), conn.RemoteAddr())
 	}
 	if ch.tap != nil {
 		conn.Conn = ch.tap.Wrap(conn.Conn, conn.LocalAddr(), conn.RemoteAddr())

@@ -20,6 +20,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -39,6 +40,12 @@ type Context struct {
 	Stats *stats.Store
 	// Log is the filter's component logger.
 	Log logr.Logger
+	// Runtime reads runtime feature flags (runtime_enabled); nil reads
+	// no runtime.
+	Runtime runtime.BoolReader
+	// Now is the clock of the filters' token buckets; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Filter is a compiled listener filter.

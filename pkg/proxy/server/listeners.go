@@ -286,7 +286,7 @@ func (s *Server) buildListenerFilter(f *listenerv3.ListenerFilter) (listenerfilt
 	if !ok {
 		return nil, fmt.Errorf("typed_config: listener filter %s is not supported by Outrigger", ext.Name)
 	}
-	lf, err := factory.Compile(msg, listenerfilter.Context{Stats: s.stats, Log: s.logs.Logger("filter")})
+	lf, err := factory.Compile(msg, listenerfilter.Context{Stats: s.stats, Log: s.logs.Logger("filter"), Runtime: runtimeValues{s.runtime}, Now: s.clock})
 	if err != nil {
 		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
 	}

@@ -8,11 +8,13 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
+	tcpstatsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tcp_stats/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
@@ -43,6 +45,20 @@ func (s *Server) buildTransportSocket(ts *corev3.TransportSocket, d downstreamTr
 		return listener.Transport{}, nil
 	case *taptransportv3.Tap:
 		return s.buildTapTransport(m, d)
+	case *tcpstatsv3.Config:
+		ts, err := tcpstats.Compile(m, s.stats.Scope(d.scope))
+		if err != nil {
+			return listener.Transport{}, fmt.Errorf("typed_config: %w", err)
+		}
+		inner, err := s.buildTransportSocket(m.GetTransportSocket(), d)
+		if err != nil {
+			return listener.Transport{}, errors.Join(listener.PrefixErrors("typed_config.transport_socket.", err)...)
+		}
+		if inner.TCPStats != nil {
+			return listener.Transport{}, errors.New("typed_config.transport_socket: a tcp_stats transport socket cannot wrap another")
+		}
+		inner.TCPStats = ts
+		return inner, nil
 	case *tlsv3.DownstreamTlsContext:
 		srv, err := tlsconfig.CompileServerWithSecrets(m, func(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, error) {
 			p, err := s.secrets.resolve(sc)

@@ -50,6 +50,22 @@ func Compile(tb *typev3.TokenBucket) (Spec, error) {
 	return s, nil
 }
 
+// CompileRequired reads the token_bucket a connection limit requires (the
+// network and listener local rate limits): one that holds tokens, with
+// Compile's checks. Errors name the path from token_bucket.
+func CompileRequired(tb *typev3.TokenBucket) (Spec, error) {
+	spec, err := Compile(tb)
+	switch {
+	case tb == nil:
+		return Spec{}, errors.New("token_bucket: required")
+	case err != nil:
+		return Spec{}, fmt.Errorf("token_bucket.%w", err)
+	case spec.MaxTokens == 0:
+		return Spec{}, errors.New("token_bucket.max_tokens: must be above 0")
+	}
+	return spec, nil
+}
+
 // Clock reads a clock as seconds since its epoch, the time base of the
 // buckets that share it.
 type Clock struct {

@@ -7,7 +7,10 @@
 // and the SNI (include_tls_session). Nothing of the connection is read
 // until the answer comes or the grpc_service timeout (200ms by default)
 // passes. A denial closes the connection; so does a failed check unless
-// failure_mode_allow lets it through. The answer's dynamic_metadata goes
+// failure_mode_allow lets it through. With shadow_mode nothing is
+// refused: the decision goes to the connection's filter state under
+// envoy.filters.network.ext_authz (Envoy's ShadowDecision) for a later
+// filter or the access log to read. The answer's dynamic_metadata goes
 // to the connection's dynamic metadata under
 // envoy.filters.network.ext_authz (with ext_authz_duration, the check's
 // milliseconds, as Envoy adds), where tcp_proxy's access logs read it.
@@ -35,6 +38,7 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -85,7 +89,12 @@ type Filter struct {
 	// metadataNamespaces are metadata_context_namespaces: the namespaces
 	// of the connection's dynamic metadata sent in the metadata context.
 	metadataNamespaces []string
-	log                logr.Logger
+	// shadowMode is shadow_mode: the decision goes to the connection's
+	// filter state (ShadowStateKey) and the connection always goes on;
+	// shadowDesc is the descriptor of the decision's TYPED form.
+	shadowMode bool
+	shadowDesc protoreflect.MessageDescriptor
+	log        logr.Logger
 
 	total, ok, denied, errors, failureModeAllowed, disabled, cxClosed *stats.Counter
 	active                                                            *stats.Gauge
@@ -131,7 +140,15 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 		includeTLS:         p.GetIncludeTlsSession(),
 		destinationLabels:  authzservice.NodeLabels(ctx.NodeMetadata, p.GetBootstrapMetadataLabelsKey()),
 		metadataNamespaces: p.GetMetadataContextNamespaces(),
+		shadowMode:         p.GetShadowMode(),
 		log:                ctx.Log,
+	}
+	if f.shadowMode {
+		d, err := shadowDecisionDescriptor()
+		if err != nil {
+			return nil, fmt.Errorf("shadow_mode: %w", err)
+		}
+		f.shadowDesc = d
 	}
 	if m := p.GetFilterEnabledMetadata(); m != nil {
 		mm, err := alfilter.CompileMetadataMatcher(m)
@@ -159,11 +176,8 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 // refuseUnsupported refuses the fields Outrigger does not implement with
 // their paths.
 func refuseUnsupported(p *netextauthzv3.ExtAuthz) error {
-	switch {
-	case p.GetSendTlsAlertOnDenial():
+	if p.GetSendTlsAlertOnDenial() {
 		return errors.New("send_tls_alert_on_denial: only false is supported by Outrigger (Go's crypto/tls sends no alert of the application's choosing after the handshake)")
-	case p.GetShadowMode():
-		return errors.New("shadow_mode: only false is supported by Outrigger (the decision would go to a filter state no network filter reads)")
 	}
 	return nil
 }
@@ -212,14 +226,17 @@ func (f *Filter) OnData(c net.Conn) *netfilter.Refusal {
 	case authzservice.Error:
 		f.errors.Inc()
 	}
-	if status == authzservice.Denied || (status == authzservice.Error && !f.failureModeAllow) {
+	if f.shadowMode {
+		// As Envoy's: counted as usual, recorded, never enforced.
+		f.recordShadow(c, status, resp)
+	} else if status == authzservice.Denied || (status == authzservice.Error && !f.failureModeAllow) {
 		if err != nil {
 			f.log.V(1).Info("authorization check failed", "remote", accesslog.AddressString(c.RemoteAddr()), "error", err.Error())
 		}
 		f.cxClosed.Inc()
 		return &refusalDenied
 	}
-	if status == authzservice.Error {
+	if status == authzservice.Error && !f.shadowMode {
 		f.failureModeAllowed.Inc()
 	}
 	if md := authzservice.DynamicMetadata(resp); len(md.GetFields()) > 0 {

@@ -97,6 +97,7 @@ type conn struct {
 	localCert     *x509.Certificate
 	sni           string
 	md            *corev3.Metadata
+	netfilter.ConnState
 
 	mu     sync.Mutex
 	closed []func()
@@ -149,7 +150,6 @@ func TestCompileRefuses(t *testing.T) {
 		"no grpc_service":      {`{"stat_prefix": "tcp"}`, "grpc_service: must be set"},
 		"V2 transport":         {`{"stat_prefix": "tcp", SERVICE, "transport_api_version": "V2"}`, "transport_api_version: V2 is not supported"},
 		"TLS alert":            {`{"stat_prefix": "tcp", SERVICE, "send_tls_alert_on_denial": true}`, "send_tls_alert_on_denial: only false"},
-		"shadow mode":          {`{"stat_prefix": "tcp", SERVICE, "shadow_mode": true}`, "shadow_mode: only false"},
 		"bad metadata matcher": {`{"stat_prefix": "tcp", SERVICE, "filter_enabled_metadata": {"filter": "f", "path": [{"key": "k"}]}}`, "filter_enabled_metadata."},
 	}
 	for name, tc := range tests {
@@ -435,5 +435,63 @@ func TestFilterEnabledMetadata(t *testing.T) {
 	}
 	if got, want := counters(store), map[string]uint64{"disabled": 1, "total": 1, "denied": 1, "cx_closed": 1}; !equal(got, want) {
 		t.Errorf("stats = %v, want %v", got, want)
+	}
+}
+
+// TestShadowMode checks that with shadow_mode every decision is counted
+// and recorded in the connection's filter state, and none refuses the
+// connection: Envoy's ShadowDecision with the denial's status.
+func TestShadowMode(t *testing.T) {
+	tests := map[string]struct {
+		code        codes.Code
+		serviceDown bool
+		want        map[string]uint64
+		plain       string
+		typed       string
+		field       any
+	}{
+		"allowed": {code: codes.OK, want: map[string]uint64{"total": 1, "ok": 1},
+			plain: `{"check_result":"OK"}`, typed: `{"checkResult":"OK"}`, field: "OK"},
+		"denied": {code: codes.PermissionDenied, want: map[string]uint64{"total": 1, "denied": 1},
+			plain: `{"check_result":"DENIED","status_code":403}`, typed: `{"checkResult":"DENIED","statusCode":403}`, field: "DENIED"},
+		"service down": {serviceDown: true, want: map[string]uint64{"total": 1, "error": 1},
+			plain: `{"check_result":"ERROR"}`, typed: `{"checkResult":"ERROR"}`, field: "ERROR"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			target := "127.0.0.1:1"
+			if !tc.serviceDown {
+				target = serve(t, &authz{code: tc.code})
+			}
+			f, store, err := build(t, `{"stat_prefix": "tcp", "shadow_mode": true, SERVICE}`, target, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := plainConn()
+			if r := f.OnData(c); r != nil {
+				t.Fatalf("refusal = %+v, want none in shadow mode", r)
+			}
+			if got := counters(store); !equal(got, tc.want) {
+				t.Errorf("stats = %v, want %v", got, tc.want)
+			}
+			v, ok := c.FilterState(ShadowStateKey)
+			if !ok {
+				t.Fatal("no decision in the filter state")
+			}
+			obj := v.(accesslog.FilterStateObject)
+			if s, _ := obj.FilterStateString(); s != tc.plain {
+				t.Errorf("PLAIN = %s, want %s", s, tc.plain)
+			}
+			raw, err := protojson.Marshal(obj.FilterStateProto())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.ReplaceAll(string(raw), " ", ""); got != tc.typed {
+				t.Errorf("TYPED = %s, want %s", got, tc.typed)
+			}
+			if got, _ := obj.(accesslog.FilterStateFielder).FilterStateField("check_result"); got != tc.field {
+				t.Errorf("check_result = %v, want %v", got, tc.field)
+			}
+		})
 	}
 }

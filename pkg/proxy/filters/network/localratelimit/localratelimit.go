@@ -72,15 +72,9 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 	if p.GetStatPrefix() == "" {
 		errs = append(errs, errors.New("stat_prefix: required"))
 	}
-	tb := p.GetTokenBucket()
-	spec, err := tokenbucket.Compile(tb)
-	switch {
-	case tb == nil:
-		errs = append(errs, errors.New("token_bucket: required"))
-	case err != nil:
-		errs = append(errs, fmt.Errorf("token_bucket.%w", err))
-	case spec.MaxTokens == 0:
-		errs = append(errs, errors.New("token_bucket.max_tokens: must be above 0"))
+	spec, err := tokenbucket.CompileRequired(p.GetTokenBucket())
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -97,7 +91,7 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 		f.limit = netfilter.LoadState(ctx.State, newLimiter)
 		return f, nil
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(tb)
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(p.GetTokenBucket())
 	if err != nil {
 		return nil, fmt.Errorf("token_bucket: %w", err)
 	}

@@ -31,7 +31,8 @@ type Factory struct{}
 var _ netfilter.Factory = Factory{}
 
 // Compile implements netfilter.Factory. on_downstream_data is refused
-// by the support table: tcp_proxy has chosen its cluster before data.
+// by the support table: the network filters run once, before the terminal
+// filter reads, and none is called again on the first bytes.
 func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filter, error) {
 	cfg, ok := msg.(*sfsv3.Config)
 	if !ok {

@@ -41,6 +41,10 @@ const Name = "proxy.filters.network.tcp_proxy"
 // defaultIdleTimeout is Envoy's idle timeout when idle_timeout is unset.
 const defaultIdleTimeout = time.Hour
 
+// maxEarlyData is max_early_data_bytes' largest value (1 MiB), as Envoy's
+// API validates it.
+const maxEarlyData = 1 << 20
+
 // Factory compiles TcpProxy configurations.
 type Factory struct{}
 
@@ -88,6 +92,13 @@ type config struct {
 	// checkDrainClose is check_drain_close: after each read or write, a
 	// connection whose listener drains may close.
 	checkDrainClose bool
+	// earlyData is max_early_data_bytes: the downstream is read while
+	// the upstream connects, up to this many bytes (plus one read); -1
+	// when unset (nothing is read before the upstream is there).
+	earlyData int
+	// connectOnData is upstream_connect_mode ON_DOWNSTREAM_DATA: the
+	// upstream is connected once the downstream's first bytes came.
+	connectOnData bool
 }
 
 // Compile implements netfilter.Factory. Errors name the field path below
@@ -256,8 +267,19 @@ func compileWith(cfg *tcpproxyv3.TcpProxy, reg *extension.Registry) (*config, er
 		errs = append(errs, err)
 	}
 	c.pp = pp
-	refuse(cfg.GetUpstreamConnectMode() != tcpproxyv3.UpstreamConnectMode_IMMEDIATE, "upstream_connect_mode", "only IMMEDIATE")
-	refuse(cfg.GetMaxEarlyDataBytes() != nil, "max_early_data_bytes", "the upstream is connected before reading")
+	c.earlyData = -1
+	if m := cfg.GetMaxEarlyDataBytes(); m != nil {
+		if m.GetValue() > maxEarlyData {
+			fail("max_early_data_bytes.value: must be at most %d", maxEarlyData)
+		}
+		c.earlyData = int(min(m.GetValue(), maxEarlyData))
+	}
+	// ON_DOWNSTREAM_TLS_HANDSHAKE is IMMEDIATE here: the listener hands a
+	// TLS connection to its filter chain once its handshake is done.
+	if mode := cfg.GetUpstreamConnectMode(); mode != tcpproxyv3.UpstreamConnectMode_IMMEDIATE && c.earlyData < 0 {
+		fail("max_early_data_bytes: must be set when upstream_connect_mode is %s", mode)
+	}
+	c.connectOnData = cfg.GetUpstreamConnectMode() == tcpproxyv3.UpstreamConnectMode_ON_DOWNSTREAM_DATA
 	c.checkDrainClose = cfg.GetCheckDrainClose().GetValue()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -173,8 +173,29 @@ func (s *session) run() {
 		return
 	}
 	s.clusterMetadata = cl.Metadata()
+	var early *earlyReader
+	if cfg.earlyData >= 0 {
+		early = s.startEarlyRead(cfg.earlyData)
+		if cfg.connectOnData && !early.waitFirst() {
+			// As Envoy's: a downstream that ends without a byte gets
+			// no upstream.
+			_, _, _ = early.stop()
+			return
+		}
+	}
 	if !s.connect(cl) {
+		if early != nil {
+			_, _, _ = early.stop()
+		}
 		return
+	}
+	var e earlyData
+	if early != nil {
+		var err error
+		if e.held, e.eof, err = early.stop(); err != nil {
+			s.fail(errDownstream)
+			return
+		}
 	}
 	if cfg.logOnConnected {
 		s.logEntry(datav3.AccessLogType_TcpUpstreamConnected)
@@ -185,7 +206,14 @@ func (s *session) run() {
 	if cfg.flushInterval > 0 {
 		s.startPeriodicLog()
 	}
-	s.proxy()
+	s.proxy(e)
+}
+
+// earlyData is what the downstream sent before the upstream connected
+// (max_early_data_bytes), and whether its stream ended then.
+type earlyData struct {
+	held []byte
+	eof  bool
 }
 
 // connect connects upstream, trying up to max_connect_attempts hosts
@@ -318,9 +346,9 @@ func (s *session) backoff(attempt uint32) bool {
 // proxy moves bytes both ways until both directions have ended: on an
 // event loop where there is one (plain TCP on Linux), else, or once the
 // connection turns to bulk transfer, with a goroutine per direction.
-func (s *session) proxy() {
+func (s *session) proxy(early earlyData) {
 	var h handoff
-	if s.relayOnLoop(&h) {
+	if len(early.held) == 0 && !early.eof && s.relayOnLoop(&h) {
 		return
 	}
 	defer h.release(s.p)
@@ -332,7 +360,7 @@ func (s *session) proxy() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if h.upEnded {
+		if h.upEnded || !s.sendEarly(early) {
 			return
 		}
 		buf, put := s.p.getBuf(limit)
@@ -400,6 +428,26 @@ func (s *session) pumpUp(src net.Conn, dst io.Writer, buf, held []byte) {
 			return
 		}
 	}
+}
+
+// sendEarly writes what the downstream sent before the upstream
+// connected, and its end of stream when it ended then; it reports whether
+// the upstream direction goes on.
+func (s *session) sendEarly(e earlyData) bool {
+	if len(e.held) > 0 {
+		w := newWriter(s.up.w)
+		w.onWait = s.p.stats.pausedReading.Inc
+		if !s.sendUp(w, e.held) {
+			return false
+		}
+	}
+	if e.eof {
+		if s.up.closeWrite() != nil {
+			s.fail(errUpstream)
+		}
+		return false
+	}
+	return true
 }
 
 // sendUp writes bytes of the downstream upstream, and reports whether the

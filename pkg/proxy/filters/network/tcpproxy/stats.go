@@ -17,6 +17,9 @@ type proxyStats struct {
 	flushTotal     *stats.Counter
 	flushActive    *stats.Gauge
 	drainClose     *stats.Counter
+	// earlyData counts the reads of downstream bytes made before the
+	// upstream was connected (max_early_data_bytes).
+	earlyData *stats.Counter
 }
 
 // newProxyStats creates every stat up front, as Envoy does, so that they
@@ -37,5 +40,6 @@ func newProxyStats(st *stats.Store, prefix string) *proxyStats {
 		flushTotal:     sc.Counter("upstream_flush_total"),
 		flushActive:    sc.Gauge("upstream_flush_active"),
 		drainClose:     sc.Counter("downstream_cx_drain_close"),
+		earlyData:      sc.Counter("early_data_received_count_total"),
 	}
 }

@@ -110,6 +110,8 @@ type fakeCluster struct {
 	transport *http.Transport
 	// dialed, when set, gets every connection ConnectHost opens.
 	dialed func(net.Conn)
+	// gate, when set, holds every connection attempt until it closes.
+	gate chan struct{}
 }
 
 func (f *fakeCluster) HTTP2() bool { return f.h2 }
@@ -142,6 +144,13 @@ func (f *fakeCluster) PickHost(*upstream.PickContext) *upstream.Host {
 	return h
 }
 func (f *fakeCluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error) {
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", h.Address)
 	if err == nil && f.dialed != nil {

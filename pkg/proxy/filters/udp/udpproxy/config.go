@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/udpfilter"
 )
 
@@ -54,6 +55,9 @@ type config struct {
 	// flushInterval is access_log_options.access_log_flush_interval:
 	// sessions are also logged periodically (0: only when they end).
 	flushInterval time.Duration
+	// originalSrc is use_original_src_ip: the upstream sockets send from
+	// the client's IP address.
+	originalSrc bool
 }
 
 // hashPolicy is Envoy's UDP hash policy: the downstream's IP, or a fixed
@@ -178,9 +182,15 @@ func compile(cfg *udpproxyv3.UdpProxyConfig) (*config, error) {
 			fail("%s: not supported by Outrigger (%s)", field, why)
 		}
 	}
-	refuse(cfg.GetUseOriginalSrcIp(), "use_original_src_ip", "no transparent upstream sockets")
-	refuse(len(cfg.GetSessionFilters()) > 0, "session_filters", "no UDP session filters")
-	refuse(cfg.GetTunnelingConfig() != nil, "tunneling_config", "no UDP tunneling over HTTP")
+	if cfg.GetUseOriginalSrcIp() {
+		// As Envoy, a platform without transparent sockets refuses it.
+		if _, err := sockopt.Transparent(false); err != nil {
+			fail("use_original_src_ip: %v", err)
+		}
+		c.originalSrc = true
+	}
+	refuse(len(cfg.GetSessionFilters()) > 0, "session_filters", "not implemented yet: the UDP proxy has no session filter chain")
+	refuse(cfg.GetTunnelingConfig() != nil, "tunneling_config", "not implemented yet: no CONNECT-UDP (RFC 9298) tunnels")
 	if o := cfg.GetAccessLogOptions(); o != nil {
 		if d := o.GetAccessLogFlushInterval(); d != nil {
 			c.flushInterval = d.AsDuration()

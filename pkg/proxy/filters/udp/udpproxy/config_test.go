@@ -27,7 +27,6 @@ func TestCompileRefusesByPath(t *testing.T) {
 	tests := map[string]struct{ js, want string }{
 		"no route":             {`{"stat_prefix": "p"}`, "route_specifier: matcher"},
 		"no stat prefix":       {`{"cluster": "c"}`, "stat_prefix: required"},
-		"original src":         {`{"stat_prefix": "p", "cluster": "c", "use_original_src_ip": true}`, "use_original_src_ip: not supported"},
 		"tunnel":               {`{"stat_prefix": "p", "cluster": "c", "tunneling_config": {"proxy_host": "h"}}`, "tunneling_config: not supported"},
 		"session filters":      {`{"stat_prefix": "p", "cluster": "c", "session_filters": [{"name": "f"}]}`, "session_filters: not supported"},
 		"gro":                  {`{"stat_prefix": "p", "cluster": "c", "upstream_socket_config": {"prefer_gro": true}}`, "upstream_socket_config.prefer_gro: not supported"},
@@ -99,5 +98,12 @@ func TestHashPolicy(t *testing.T) {
 	y, _ := k.hash.of(netip.MustParseAddrPort("10.0.0.9:9"))
 	if !ok || x != y {
 		t.Errorf("key hash: %x %x (ok %v), want one value", x, y, ok)
+	}
+}
+
+func TestCompileOriginalSrc(t *testing.T) {
+	c, err := compile(parse(t, `{"stat_prefix": "p", "cluster": "c", "use_original_src_ip": true}`))
+	if err != nil || !c.originalSrc {
+		t.Errorf("compile = %+v, %v; want use_original_src_ip on", c, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/udpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -75,7 +76,7 @@ func (p *Proxy) newSession(cl udpfilter.Cluster, key sessionKey, h *upstream.Hos
 	if ap, err := netip.ParseAddrPort(h.Address); err == nil {
 		// Connected, as Envoy connects its upstream sockets: the kernel
 		// then only passes on the host's datagrams.
-		if c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(ap)); err == nil {
+		if c, err := p.dialUpstream(key.peer, ap); err == nil {
 			s.up = c
 		} else {
 			p.log.V(1).Info("udp proxy: cannot open an upstream socket", "host", h.Address, "error", err.Error())
@@ -108,6 +109,28 @@ func (p *Proxy) newSession(cl udpfilter.Cluster, key sessionKey, h *upstream.Hos
 		go s.readUpstream()
 	}
 	return s
+}
+
+// dialUpstream opens a session's socket to host, connected. With
+// use_original_src_ip it is bound to the client's IP address (port 0: the
+// client's port is not kept, as in Envoy) with IP_TRANSPARENT, so that the
+// host sees the client's address; the host's answers then come back only
+// where the routing brings them to the proxy.
+func (p *Proxy) dialUpstream(peer, host netip.AddrPort) (*net.UDPConn, error) {
+	if !p.cfg.originalSrc {
+		return net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(host))
+	}
+	src := peer.Addr().Unmap()
+	opt, err := sockopt.Transparent(src.Is6())
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{LocalAddr: &net.UDPAddr{IP: src.AsSlice()}, Control: sockopt.Set{opt}.Control}
+	c, err := d.Dial("udp", net.UDPAddrFromAddrPort(host).String())
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UDPConn), nil
 }
 
 // touch records activity, which pushes the idle timeout back.
