@@ -289,6 +289,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedSetFilterState,
 	supportedJSONToMetadata,
 	supportedMatchingCommon,
+	supportedClusterPolicies,
 }
 
 // supportIndex is every per-area table merged into one map, built on first
