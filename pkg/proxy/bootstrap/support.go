@@ -290,6 +290,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedJSONToMetadata,
 	supportedMatchingCommon,
 	supportedClusterPolicies,
+	supportedRouteTLSMatch,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

@@ -554,7 +554,7 @@ func (s *stream) setRequest(method, path, authority string) {
 	// request, kept when a filter clears the route, as Envoy's stream
 	// id.
 	s.rreq = router.Request{Host: authority, Path: path, Method: method, Scheme: s.scheme, Headers: &s.reqHeaders,
-		Runtime: s.m.deps.Runtime, Random: rand.Uint64()}
+		Runtime: s.m.deps.Runtime, Random: rand.Uint64(), TLS: s.tls}
 }
 
 // end accounts for the finished stream: stats and access-log lines. It
