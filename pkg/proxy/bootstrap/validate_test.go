@@ -316,7 +316,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"route action": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, retry_policy: {retry_options_predicates: [{name: p}]}}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.retry_policy.retry_options_predicates: not supported by Outrigger"},
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.retry_policy.retry_options_predicates: not supported by Outrigger: Envoy has no built-in retry options predicate (the envoy.retry_options_predicates category holds none), so none could be configured"},
 		},
 		"hedge on per-try timeout": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {hedge_on_per_try_timeout: true}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {hedge_on_per_try_timeout: true}}}]}]}, http_filters: [` + routerFilter + `]`),
