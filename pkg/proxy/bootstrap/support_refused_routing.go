@@ -6,6 +6,12 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // implement ([#not-implemented-hide:] in its protos).
 const notInEnvoy = "not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"
 
+// droppedByConversion refuses the fields of a core RetryPolicy that
+// Envoy's conversion to a route retry policy (convertCoreToRouteRetryPolicy)
+// does not carry over.
+const droppedByConversion = "not supported by Outrigger: Envoy's conversion of a core RetryPolicy to the retry policy " +
+	"of its asynchronous client drops it, so it has no effect there either"
+
 // refusedRouting says why some routing, retry and connection manager
 // fields are refused: Envoy does not implement them, or Outrigger has no
 // way to do what Envoy does with them.
@@ -21,17 +27,13 @@ var refusedRouting = map[protoreflect.FullName]string{
 	"envoy.config.route.v3.RetryPolicy.retry_options_predicates": "not supported by Outrigger: Envoy has no built-in " +
 		"retry options predicate (the envoy.retry_options_predicates category holds none), so none could be configured",
 	// Where a core RetryPolicy is read (ext_authz's HTTP service, remote
-	// JWKS, gRPC services), the tries are made by a client of their own,
-	// which picks its hosts outside the router's retry host selection.
-	"envoy.config.core.v3.RetryPolicy.retry_host_predicate": "not supported by Outrigger: the clients that read a core " +
-		"RetryPolicy (ext_authz's HTTP service, remote JWKS, gRPC services) retry through their own connection, " +
-		"outside the router's retry host selection, so no host predicate can steer their tries",
-	"envoy.config.core.v3.RetryPolicy.retry_priority": "not supported by Outrigger: the clients that read a core " +
-		"RetryPolicy (ext_authz's HTTP service, remote JWKS, gRPC services) retry through their own connection, " +
-		"outside the router's retry host selection, so no retry priority can steer their tries",
-	"envoy.config.core.v3.RetryPolicy.host_selection_retry_max_attempts": "not supported by Outrigger: the clients that " +
-		"read a core RetryPolicy (ext_authz's HTTP service, remote JWKS, gRPC services) retry through their own " +
-		"connection, outside the router's retry host selection, which this bounds",
+	// JWKS, gRPC services), Envoy converts it to a route retry policy
+	// retrying on 5xx,gateway-error,connect-failure,reset, and the
+	// conversion drops these: accepting them would promise an effect
+	// they have nowhere.
+	"envoy.config.core.v3.RetryPolicy.retry_host_predicate":              droppedByConversion,
+	"envoy.config.core.v3.RetryPolicy.retry_priority":                    droppedByConversion,
+	"envoy.config.core.v3.RetryPolicy.host_selection_retry_max_attempts": droppedByConversion,
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.outlier_detection": "not supported by Outrigger yet: " +
 		"outlier detection counts the 5xx responses of a cluster's hosts; an error_matcher deciding which responses " +
 		"count instead is not implemented",
