@@ -291,6 +291,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedMatchingCommon,
 	supportedClusterPolicies,
 	supportedRouteTLSMatch,
+	supportedEarlyMutation,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

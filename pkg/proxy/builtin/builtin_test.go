@@ -103,6 +103,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.formatter proxy.formatter.req_without_query envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery",
 		"envoy.health_check.event_sinks proxy.health_check.event_sinks.file envoy.extensions.health_check.event_sinks.file.v3.HealthCheckEventFileSink",
 		"envoy.http.cache proxy.extensions.http.cache.simple envoy.extensions.http.cache.simple_http_cache.v3.SimpleHttpCacheConfig",
+		"envoy.http.early_header_mutation proxy.http.early_header_mutation.header_mutation envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation",
 		"envoy.http.original_ip_detection proxy.http.original_ip_detection.custom_header envoy.extensions.http.original_ip_detection.custom_header.v3.CustomHeaderConfig",
 		"envoy.http.original_ip_detection proxy.http.original_ip_detection.xff envoy.extensions.http.original_ip_detection.xff.v3.XffConfig",
 		"envoy.http.stateful_header_formatters proxy.http.stateful_header_formatters.preserve_case envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig",

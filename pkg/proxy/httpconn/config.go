@@ -9,6 +9,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/earlyheadermutation"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -59,6 +60,9 @@ type settings struct {
 	// ipDetection is original_ip_detection_extensions, asked in order
 	// for the client's address when use_remote_address is off.
 	ipDetection []ipdetection.Detector
+	// earlyMutations are early_header_mutation_extensions, run in order
+	// on every request's headers before anything else reads them.
+	earlyMutations []earlyheadermutation.Mutation
 	// requestID is what request_id_extension changes in the tracing
 	// decision (pack_trace_reason, use_request_id_for_trace_sampling).
 	requestID requestid.Behaviour
