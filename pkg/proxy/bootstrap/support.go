@@ -292,6 +292,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedClusterPolicies,
 	supportedRouteTLSMatch,
 	supportedEarlyMutation,
+	supportedXFCCMatcher,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

@@ -34,6 +34,8 @@ var refusedRouting = map[protoreflect.FullName]string{
 	"envoy.config.core.v3.RetryPolicy.retry_host_predicate":              droppedByConversion,
 	"envoy.config.core.v3.RetryPolicy.retry_priority":                    droppedByConversion,
 	"envoy.config.core.v3.RetryPolicy.host_selection_retry_max_attempts": droppedByConversion,
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.SetCurrentClientCertDetails.format": "not supported by Outrigger yet: " +
+		"x-forwarded-client-cert is written in its text format only",
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.outlier_detection": "not supported by Outrigger yet: " +
 		"outlier detection counts the 5xx responses of a cluster's hosts; an error_matcher deciding which responses " +
 		"count instead is not implemented",

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/earlyheadermutation"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -91,6 +92,9 @@ type settings struct {
 	// set_current_client_cert_details adds (see xfcc.go).
 	xfcc        hcmv3.HttpConnectionManager_ForwardClientCertDetails
 	xfccDetails []xfccDetail
+	// xfccMatcher is forward_client_cert_matcher, which chooses both per
+	// request (see xfcc_matcher.go); nil without one.
+	xfccMatcher *httpmatch.Matcher[*xfccChoice]
 	// proxy100Continue sends Expect: 100-continue to HTTP/1 upstreams and
 	// relays their 100 Continue (proxy_100_continue), instead of the
 	// proxy answering it.
@@ -279,6 +283,13 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	s.forwardProto = readForwardProto(cfg.GetForwardProtoConfig())
 	s.addProxyProtocolState = cfg.GetAddProxyProtocolConnectionState() == nil || cfg.GetAddProxyProtocolConnectionState().GetValue()
 	s.xfcc, s.xfccDetails = cfg.GetForwardClientCertDetails(), readXFCCDetails(cfg.GetSetCurrentClientCertDetails())
+	if m := cfg.GetForwardClientCertMatcher(); m != nil {
+		t, err := readXFCCMatcher(m)
+		if err != nil {
+			return s, fmt.Errorf("forward_client_cert_matcher.%w", err)
+		}
+		s.xfccMatcher = t
+	}
 	if v := cfg.GetGenerateRequestId(); v != nil {
 		s.generateRequestID = v.GetValue()
 	}
