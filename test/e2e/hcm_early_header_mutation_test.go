@@ -45,7 +45,7 @@ var _ = Describe("Early header mutation extensions", func() {
 
 	It("refuses an extension of another category in early_header_mutation_extensions, with its path", func() {
 		r, _ := validate("bootstrap.yaml", proxySpec{Port: freePort(),
-			HCM: `{early_header_mutation_extensions: [{name: envoy.http.original_ip_detection.xff, typed_config: {"@type": type.googleapis.com/envoy.extensions.http.original_ip_detection.xff.v3.XffConfig}}]}`,
+			HCM:      `{early_header_mutation_extensions: [{name: envoy.http.original_ip_detection.xff, typed_config: {"@type": type.googleapis.com/envoy.extensions.http.original_ip_detection.xff.v3.XffConfig}}]}`,
 			Clusters: []proxyCluster{{Name: "up", Port: 1}}}.YAML())
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(`early_header_mutation_extensions[0].typed_config: extension "proxy.http.original_ip_detection.xff" (category envoy.http.original_ip_detection) cannot be used here: expected category envoy.http.early_header_mutation`))
