@@ -6,6 +6,14 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // implement ([#not-implemented-hide:] in its protos).
 const notInEnvoy = "not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"
 
+// notInEnvoyUHV refuses the header validator (UHV) slots: hidden as not
+// implemented in Envoy's protos and compiled out of its builds unless
+// ENVOY_ENABLE_UHV is defined. The checks envoy_default would configure
+// are the connection manager's own options here.
+const notInEnvoyUHV = notInEnvoy + " (Envoy's header validators are compiled out of its builds unless ENVOY_ENABLE_UHV " +
+	"is defined); normalize_path, merge_slashes, path_with_escaped_slashes_action, headers_with_underscores_action " +
+	"and allow_chunked_length configure the same checks"
+
 // droppedByConversion refuses the fields of a core RetryPolicy that
 // Envoy's conversion to a route retry policy (convertCoreToRouteRetryPolicy)
 // does not carry over.
@@ -22,8 +30,8 @@ var refusedRouting = map[protoreflect.FullName]string{
 	"envoy.config.route.v3.RouteAction.retry_policy_typed_config":                                                      notInEnvoy,
 	"envoy.config.route.v3.VirtualHost.retry_policy_typed_config":                                                      notInEnvoy,
 	"envoy.config.route.v3.Route.filter_action":                                                                        notInEnvoy,
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.typed_header_validation_config": notInEnvoy,
-	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.header_validation_config":                                  notInEnvoy,
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.typed_header_validation_config": notInEnvoyUHV,
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.header_validation_config":                                  notInEnvoyUHV,
 	"envoy.config.route.v3.RetryPolicy.retry_options_predicates": "not supported by Outrigger: Envoy has no built-in " +
 		"retry options predicate (the envoy.retry_options_predicates category holds none), so none could be configured",
 	// Where a core RetryPolicy is read (ext_authz's HTTP service, remote
