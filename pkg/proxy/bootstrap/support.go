@@ -302,6 +302,10 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedBandwidthLimit,
 	supportedGrpcReverseBridge,
 	supportedCustomResponsePolicy,
+	supportedClusterPolicies,
+	supportedRouteTLSMatch,
+	supportedEarlyMutation,
+	supportedXFCCMatcher,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

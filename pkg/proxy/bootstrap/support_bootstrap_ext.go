@@ -19,5 +19,17 @@ func slotCategories(path string, categories []string) []string {
 	if bootstrapExtensionPath.MatchString(path) {
 		return []string{bootstrapCategory}
 	}
+	if earlyMutationPath.MatchString(path) {
+		return []string{earlyMutationCategory}
+	}
 	return categories
 }
+
+// earlyMutationCategory is the category of the connection manager's
+// early_header_mutation_extensions, the one slot where they go
+// (httpconn early_mutation.go).
+const earlyMutationCategory = "envoy.http.early_header_mutation"
+
+// earlyMutationPath is the typed_config of an
+// early_header_mutation_extensions entry.
+var earlyMutationPath = regexp.MustCompile(`\.early_header_mutation_extensions\[\d+\]\.typed_config$`)

@@ -156,6 +156,9 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.extensions.filters.udp.udp_proxy.v3.Route",
 		// The match delegate's actions (support_composite.go).
 		"envoy.extensions.filters.common.matcher.action.v3.SkipFilter", "envoy.extensions.filters.http.composite.v3.ExecuteFilterAction",
+		// The connection manager's forward_client_cert_matcher action
+		// (support_xfcc_matcher.go).
+		"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ForwardClientCertConfig",
 		// The RBAC matchers' action and the inputs they read beyond the
 		// ones above (package rbacengine), and the IP matcher.
 		"envoy.config.rbac.v3.Action",

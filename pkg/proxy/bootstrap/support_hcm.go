@@ -18,8 +18,8 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_header_transformation": {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.via":                          {},
 	// x-forwarded-client-cert: every mode, and the details set with
-	// APPEND_FORWARD and SANITIZE_SET (forward_client_cert_matcher is
-	// refused).
+	// APPEND_FORWARD and SANITIZE_SET (forward_client_cert_matcher in
+	// support_xfcc_matcher.go).
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.forward_client_cert_details":         {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.set_current_client_cert_details":     {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.SetCurrentClientCertDetails.subject": {},

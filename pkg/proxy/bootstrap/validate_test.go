@@ -305,7 +305,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"route action": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, retry_policy: {retry_options_predicates: [{name: p}]}}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.retry_policy.retry_options_predicates: not supported by Outrigger"},
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.retry_policy.retry_options_predicates: not supported by Outrigger: Envoy has no built-in retry options predicate (the envoy.retry_options_predicates category holds none), so none could be configured"},
 		},
 		"hedge on per-try timeout": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {hedge_on_per_try_timeout: true}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {hedge_on_per_try_timeout: true}}}]}]}, http_filters: [` + routerFilter + `]`),
@@ -320,9 +320,8 @@ func TestValidateSupport(t *testing.T) {
 		"empty hedge policy": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {}}}]}]}, http_filters: [` + routerFilter + `]`),
 		},
-		"route match": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, tls_context: {presented: true}}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].match.tls_context: not supported by Outrigger"},
+		"route match tls_context": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, tls_context: {presented: true, validated: false}}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),
 		},
 		"direct response from an environment variable": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, direct_response: {status: 200, body: {environment_variable: BODY}}}]}]}, http_filters: [` + routerFilter + `]`),

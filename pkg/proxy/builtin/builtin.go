@@ -92,6 +92,7 @@ import (
 	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	filesinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/health_check/event_sinks/file/v3"
 	simplecachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/cache/simple_http_cache/v3"
+	earlyhmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/early_header_mutation/header_mutation/v3"
 	preservecasev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/header_formatters/preserve_case/v3"
 	injgenericv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/injected_credentials/generic/v3"
 	injoauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/injected_credentials/oauth2/v3"
@@ -154,6 +155,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/zstd"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/earlyheadermutation"
+	earlyhm "github.com/outrigger-dev/outrigger/pkg/proxy/earlyheadermutation/headermutation"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/adaptiveconcurrency"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/admissioncontrol"
@@ -430,6 +433,7 @@ func Registry() *extension.Registry {
 		// so every request waits for the handshake under it.
 		extension.Of("proxy.route.early_data_policy.default", "envoy.route.early_data_policy", &earlydatav3.DefaultEarlyDataPolicy{}, nil),
 		extension.Of(ipcustomheader.Name, ipdetection.Category, &ipcustomheaderv3.CustomHeaderConfig{}, ipcustomheader.Factory{}),
+		extension.Of(earlyhm.Name, earlyheadermutation.Category, &earlyhmv3.HeaderMutation{}, earlyhm.Factory{}),
 
 		// Internal listeners (server/internal_listeners.go).
 		extension.Of("proxy.bootstrap.internal_listener", "envoy.bootstrap", &ilv3.InternalListener{}, nil),

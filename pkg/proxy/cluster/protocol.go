@@ -12,6 +12,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -74,6 +75,10 @@ type protocolSettings struct {
 	// (upstream_http_protocol_options); nil when neither auto_sni nor
 	// auto_san_validation is set.
 	autoSNI *upstream.AutoSNI
+	// routePolicies are the route policies the options carry
+	// (retry_policy, hash_policy, request_mirror_policies), which replace
+	// the route's; nil when they carry none.
+	routePolicies *router.ClusterPolicies
 }
 
 // defaultMaxResponseHeadersKB is Envoy's limit of an HTTP/1 response head
@@ -167,6 +172,11 @@ func (ps *protocolSettings) readHTTPOptions(opts *httpv3.HttpProtocolOptions, pa
 		ps.upstreamFilters = chain
 	}
 	errs = append(errs, ps.readUpstreamHTTP(opts.GetUpstreamHttpProtocolOptions(), path+".upstream_http_protocol_options")...)
+	if rp, err := router.CompileClusterPolicies(opts); err != nil {
+		errs = append(errs, fieldErrors(path+".", err)...)
+	} else {
+		ps.routePolicies = rp
+	}
 	common := opts.GetCommonHttpProtocolOptions()
 	if t := common.GetIdleTimeout(); t != nil {
 		// Validation guarantees a valid duration; 0 disables the

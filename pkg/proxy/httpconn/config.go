@@ -9,6 +9,8 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/earlyheadermutation"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -59,6 +61,9 @@ type settings struct {
 	// ipDetection is original_ip_detection_extensions, asked in order
 	// for the client's address when use_remote_address is off.
 	ipDetection []ipdetection.Detector
+	// earlyMutations are early_header_mutation_extensions, run in order
+	// on every request's headers before anything else reads them.
+	earlyMutations []earlyheadermutation.Mutation
 	// requestID is what request_id_extension changes in the tracing
 	// decision (pack_trace_reason, use_request_id_for_trace_sampling).
 	requestID requestid.Behaviour
@@ -87,6 +92,9 @@ type settings struct {
 	// set_current_client_cert_details adds (see xfcc.go).
 	xfcc        hcmv3.HttpConnectionManager_ForwardClientCertDetails
 	xfccDetails []xfccDetail
+	// xfccMatcher is forward_client_cert_matcher, which chooses both per
+	// request (see xfcc_matcher.go); nil without one.
+	xfccMatcher *httpmatch.Matcher[*xfccChoice]
 	// proxy100Continue sends Expect: 100-continue to HTTP/1 upstreams and
 	// relays their 100 Continue (proxy_100_continue), instead of the
 	// proxy answering it.
@@ -275,6 +283,13 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	s.forwardProto = readForwardProto(cfg.GetForwardProtoConfig())
 	s.addProxyProtocolState = cfg.GetAddProxyProtocolConnectionState() == nil || cfg.GetAddProxyProtocolConnectionState().GetValue()
 	s.xfcc, s.xfccDetails = cfg.GetForwardClientCertDetails(), readXFCCDetails(cfg.GetSetCurrentClientCertDetails())
+	if m := cfg.GetForwardClientCertMatcher(); m != nil {
+		t, err := readXFCCMatcher(m)
+		if err != nil {
+			return s, fmt.Errorf("forward_client_cert_matcher.%w", err)
+		}
+		s.xfccMatcher = t
+	}
 	if v := cfg.GetGenerateRequestId(); v != nil {
 		s.generateRequestID = v.GetValue()
 	}

@@ -91,7 +91,13 @@ func (s *stream) copyResponseHeaders(u *upstreamScratch) {
 func (s *stream) prepareRequest() bool {
 	// No request id generated yet (an address: a plain store).
 	s.genID.at = 0
-	if !s.checkUnderscores() || !s.normalizeRequest() {
+	if !s.checkUnderscores() {
+		return false
+	}
+	if len(s.m.cfg.earlyMutations) > 0 {
+		s.earlyMutate()
+	}
+	if !s.normalizeRequest() {
 		return false
 	}
 	m := s.m

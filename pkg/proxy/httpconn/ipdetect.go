@@ -2,12 +2,11 @@ package httpconn
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 )
 
@@ -25,32 +24,8 @@ func readIPDetection(cfg *hcmv3.HttpConnectionManager, deps Deps) ([]ipdetection
 	case cfg.GetXffNumTrustedHops() > 0:
 		return nil, errors.New("original_ip_detection_extensions: Original IP detection extensions and xff_num_trusted_hops may not be mixed")
 	}
-	var (
-		out  []ipdetection.Detector
-		errs []error
-	)
-	for i, tc := range exts {
-		path := fmt.Sprintf("original_ip_detection_extensions[%d]", i)
-		ext, msg, err := deps.Extensions.Resolve(extension.Ref{
-			Kind: "original IP detection extension", Category: ipdetection.Category, Name: tc.GetName(), Config: tc.GetTypedConfig(),
-		}, false)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.%w", path, err))
-			continue
-		}
-		f, ok := ext.Factory.(ipdetection.Factory)
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s.typed_config: extension %q is not an original IP detection extension", path, ext.Name))
-			continue
-		}
-		d, err := f.Compile(msg)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.typed_config.%w", path, err))
-			continue
-		}
-		out = append(out, d)
-	}
-	return out, errors.Join(errs...)
+	return compileTypedExtensions("original_ip_detection_extensions", "original IP detection extension", ipdetection.Category, exts, deps,
+		func(f ipdetection.Factory, msg proto.Message) (ipdetection.Detector, error) { return f.Compile(msg) })
 }
 
 // detectClient asks the original IP detection extensions, in order, for

@@ -180,6 +180,8 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	errs = append(errs, err)
 	s.ipDetection, err = readIPDetection(cfg, deps)
 	errs = append(errs, err)
+	s.earlyMutations, err = readEarlyMutations(cfg, deps)
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		filters.close()
 		upgradeFilters.close()

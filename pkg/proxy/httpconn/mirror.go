@@ -18,6 +18,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -76,13 +77,16 @@ type shadow struct {
 // request_mirror_policies costs one length check. CONNECT requests and
 // upgrades are not mirrored, as in Envoy.
 func (s *stream) startMirrors(cl UpstreamCluster) {
-	if len(s.route.Mirrors) > 0 {
-		s.startRouteMirrors(cl)
+	if cp := s.clPolicies; cp != nil && len(cp.Mirrors) > 0 {
+		s.startRouteMirrors(cl, cp.Mirrors)
+	} else if len(s.route.Mirrors) > 0 {
+		s.startRouteMirrors(cl, s.route.Mirrors)
 	}
 }
 
-func (s *stream) startRouteMirrors(cl UpstreamCluster) {
-	ps := s.route.Mirrors
+// startRouteMirrors starts the shadows of policies ps: the route's, or
+// the cluster's that replace them.
+func (s *stream) startRouteMirrors(cl UpstreamCluster, ps []*router.MirrorPolicy) {
 	if s.upg.typ != "" || s.upg.connect || s.method == "CONNECT" || s.m.deps.Upstreams == nil {
 		return
 	}

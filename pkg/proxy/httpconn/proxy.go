@@ -79,6 +79,7 @@ func (s *stream) forward() {
 		return
 	}
 	s.cluster = cl
+	s.clPolicies = clusterPolicies(cl)
 	s.entry.UpstreamCluster = cl.Name()
 	s.selectRouteStats()
 	s.entry.ClusterMetadata = cl.Metadata()
@@ -250,10 +251,14 @@ func (s *stream) endAttempt(cl UpstreamCluster, ps *upstream.ClusterStats, host 
 // headers and path as received, the downstream's address and the
 // connection's addresses (a generated cookie's value).
 func (s *stream) PickHash() (uint64, bool) {
-	if s.route.HashPolicy == nil {
+	p := s.route.HashPolicy
+	if cp := s.clPolicies; cp != nil && cp.Hash != nil {
+		p = cp.Hash
+	}
+	if p == nil {
 		return 0, false
 	}
-	return s.PickHashWith(s.route.HashPolicy)
+	return s.PickHashWith(p)
 }
 
 // PickHashWith computes the request's hash key with p: a ring hash or

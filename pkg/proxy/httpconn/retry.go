@@ -151,6 +151,9 @@ func (s *stream) initRetries() {
 	r := &s.retry
 	h := &s.reqHeaders
 	p := s.route.RetryPolicy
+	if cp := s.clPolicies; cp != nil && cp.Retry != nil {
+		p = cp.Retry
+	}
 	// One pass finds whether the request has any of the headers; most
 	// have none, and the lookups and the removal below are skipped.
 	has := h.hasRetryHeaders()

@@ -271,6 +271,10 @@ type stream struct {
 	rqTimeout time.Duration
 	cluster   UpstreamCluster
 	host      *upstream.Host
+	// clPolicies are the route policies of cluster's HTTP protocol
+	// options, which replace the route's (see cluster_policies.go); nil
+	// when it has none.
+	clPolicies *router.ClusterPolicies
 	// upg is the upgrade the request asks for, if any.
 	upg upgradeState
 	// attemptCountInResponse: the response carries x-envoy-attempt-count
@@ -396,7 +400,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.rreq = router.Request{}
 	clear(s.active)
 	s.active = s.active[:0]
-	s.route, s.cluster, s.host = nil, nil, nil
+	s.route, s.cluster, s.host, s.clPolicies = nil, nil, nil, nil
 	s.attemptSrc, s.upXbody = nil, nil
 	// end destroyed them; a panic that skipped end leaves them be.
 	clear(s.upFilters)
@@ -550,7 +554,7 @@ func (s *stream) setRequest(method, path, authority string) {
 	// request, kept when a filter clears the route, as Envoy's stream
 	// id.
 	s.rreq = router.Request{Host: authority, Path: path, Method: method, Scheme: s.scheme, Headers: &s.reqHeaders,
-		Runtime: s.m.deps.Runtime, Random: rand.Uint64()}
+		Runtime: s.m.deps.Runtime, Random: rand.Uint64(), TLS: s.tls}
 }
 
 // end accounts for the finished stream: stats and access-log lines. It

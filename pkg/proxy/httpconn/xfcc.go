@@ -56,7 +56,7 @@ func readXFCCDetails(d *hcmv3.HttpConnectionManager_SetCurrentClientCertDetails)
 // APPEND_FORWARD appends this hop's element (after ","), SANITIZE_SET
 // replaces the header with it.
 func (s *stream) forwardClientCert(h *headerList) {
-	mode := s.m.cfg.xfcc
+	mode, details := s.xfccMode()
 	if mode == hcmv3.HttpConnectionManager_ALWAYS_FORWARD_ONLY {
 		return
 	}
@@ -67,7 +67,7 @@ func (s *stream) forwardClientCert(h *headerList) {
 	if mode == hcmv3.HttpConnectionManager_FORWARD_ONLY {
 		return
 	}
-	elem := xfccElement(s.tls.LocalCertificate, s.tls.PeerChain, s.m.cfg.xfccDetails)
+	elem := xfccElement(s.tls.LocalCertificate, s.tls.PeerChain, details)
 	if old, ok := h.Get(xfccHeader); ok && old != "" && mode == hcmv3.HttpConnectionManager_APPEND_FORWARD {
 		elem = old + "," + elem
 	}

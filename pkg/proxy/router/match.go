@@ -54,6 +54,8 @@ type routeMatch struct {
 	filterState []filterStateMatch
 	// cookies are the cookie matchers (match_cookies.go).
 	cookies []cookieMatch
+	// tls is the tls_context matcher (match_tls.go), nil for none.
+	tls *tlsMatch
 }
 
 // compileMatch compiles a RouteMatch; errors name the field below it.
@@ -170,6 +172,9 @@ func (m *routeMatch) matchesPath(req *Request, path string) bool {
 		return false
 	}
 	if len(m.cookies) > 0 && !m.matchesCookies(req) {
+		return false
+	}
+	if m.tls != nil && !m.tls.matches(req.TLS) {
 		return false
 	}
 	if len(m.query) > 0 {

@@ -32,7 +32,7 @@ type MirrorPolicy struct {
 	// hostRewrite is host_rewrite_literal, "" for none.
 	hostRewrite string
 	// mutations are request_headers_mutations, applied in order.
-	mutations []mirrorMutation
+	mutations HeaderMutations
 	// TraceSampled is trace_sampled: whether the copy's span is
 	// sampled; nil inherits the request's decision.
 	TraceSampled *bool
@@ -85,13 +85,11 @@ func compileMirrorPolicy(p *routev3.RouteAction_RequestMirrorPolicy) (*MirrorPol
 		v := ts.GetValue()
 		mp.TraceSampled = &v
 	}
-	for i, m := range p.GetRequestHeadersMutations() {
-		mm, err := compileMirrorMutation(m)
-		if err != nil {
-			return nil, fmt.Errorf("request_headers_mutations[%d].%w", i, err)
-		}
-		mp.mutations = append(mp.mutations, mm)
+	ms, err := CompileHeaderMutations(p.GetRequestHeadersMutations())
+	if err != nil {
+		return nil, fmt.Errorf("request_headers_mutations%w", err)
 	}
+	mp.mutations = ms
 	return mp, nil
 }
 
@@ -176,16 +174,7 @@ func (p *MirrorPolicy) ShadowAuthority(host string) string {
 // order; e supplies the values of % operators. remove_on_match needs h
 // to be a HeaderMatchRemover too.
 func (p *MirrorPolicy) MutateHeaders(h HeaderEditor, e *accesslog.Entry) {
-	for _, m := range p.mutations {
-		switch {
-		case m.ops != nil:
-			m.ops.apply(h, e)
-		case m.match != nil:
-			if r, ok := h.(HeaderMatchRemover); ok {
-				r.DelMatching(m.match.match)
-			}
-		}
-	}
+	p.mutations.Apply(h, e)
 }
 
 // ShadowHost appends "-shadow" to a host's name, before its port when it

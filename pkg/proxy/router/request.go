@@ -57,6 +57,9 @@ type Request struct {
 	// key, as Envoy's filter state reads through to its parent (nil:
 	// none).
 	ConnFilterState accesslog.FilterStateReader
+	// TLS is the downstream connection's TLS, which tls_context matchers
+	// read; nil on a plaintext connection.
+	TLS *accesslog.TLSInfo
 
 	// memo is the last regular header read while MatchRequest runs
 	// (routes often test the same header one after another, as canary

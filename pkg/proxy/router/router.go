@@ -436,6 +436,9 @@ func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, fil
 	if err == nil {
 		err = compileCookies(rc.GetMatch(), &m)
 	}
+	if err == nil {
+		compileTLSMatch(rc.GetMatch(), &m)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("match.%w", err)
 	}

@@ -14,11 +14,9 @@ import (
 	"fmt"
 
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/matcher/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/cel"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -73,57 +71,6 @@ type plugin struct {
 // Cluster implements router.ClusterSpecifier: the cluster of the matching
 // action, "" (no cluster) when none matches.
 func (p *plugin) Cluster(r *router.Request) string {
-	name, _ := p.tree.Match(requestData{r})
+	name, _ := p.tree.Match(httpmatch.RequestData{R: r})
 	return name
 }
-
-// requestData is the request as the match inputs read it: its headers
-// (the pseudo-headers from the request line), its dynamic metadata and
-// its CEL attributes; there is no response yet.
-type requestData struct{ r *router.Request }
-
-var _ httpmatch.Data = requestData{}
-
-// RequestHeader implements httpmatch.Data.
-func (d requestData) RequestHeader(name string) (string, bool) {
-	switch name {
-	case ":path":
-		return d.r.Path, true
-	case ":method":
-		return d.r.Method, true
-	case ":authority":
-		return d.r.Host, d.r.Host != ""
-	case ":scheme":
-		return d.r.Scheme, d.r.Scheme != ""
-	}
-	if d.r.Headers == nil {
-		return "", false
-	}
-	return d.r.Headers.Get(name)
-}
-
-// ResponseHeader implements httpmatch.Data: there is no response.
-func (requestData) ResponseHeader(string) (string, bool) { return "", false }
-
-// ResponseStatus implements httpmatch.Data: there is no response.
-func (requestData) ResponseStatus() int { return 0 }
-
-// DynamicMetadata implements httpmatch.Data.
-func (d requestData) DynamicMetadata() *corev3.Metadata { return d.r.DynamicMetadata }
-
-// FillCEL implements httpmatch.Data: the request's attributes and
-// metadata. The connection's are not known here (an expression reading
-// them fails to evaluate and does not match).
-func (d requestData) FillCEL(a *cel.Activation) {
-	var h cel.HeaderGetter = noHeaders{}
-	if d.r.Headers != nil {
-		h = d.r.Headers
-	}
-	a.Request = &cel.Request{Headers: h, Path: d.r.Path, Host: d.r.Host, Scheme: d.r.Scheme, Method: d.r.Method}
-	a.Metadata = d.r.DynamicMetadata
-}
-
-// noHeaders is the header map of a request without headers.
-type noHeaders struct{}
-
-func (noHeaders) Get(string) (string, bool) { return "", false }
