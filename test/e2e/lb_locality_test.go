@@ -328,12 +328,13 @@ var _ = Describe("Zone-aware routing", func() {
 	It("refuses a local cluster that is not defined, and unsupported cluster_manager fields, with their paths", func() {
 		res, _ := validate("bootstrap.yaml", proxySpec{
 			Port:     freePort(),
-			Top:      `{cluster_manager: {local_cluster_name: mesh, enable_deferred_cluster_creation: true}}`,
+			Top:      `{cluster_manager: {local_cluster_name: mesh, enable_deferred_cluster_creation: true, outlier_detection: {event_service: {grpc_service: {envoy_grpc: {cluster_name: web}}}}}}`,
 			Clusters: []proxyCluster{{Name: "web", Port: 9, Extra: "{common_lb_config: {zone_aware_lb_config: {routing_enabled: {value: 101}}}}"}},
 		}.YAML())
 		Expect(res.ExitCode).To(Equal(1))
 		Expect(res.Stderr).To(ContainSubstring(`cluster_manager.local_cluster_name: local cluster "mesh" must be defined in static_resources.clusters`))
-		Expect(res.Stderr).To(ContainSubstring("cluster_manager.enable_deferred_cluster_creation: not supported by Outrigger"))
+		Expect(res.Stderr).To(ContainSubstring("cluster_manager.outlier_detection.event_service: "))
+		Expect(res.Stderr).NotTo(ContainSubstring("enable_deferred_cluster_creation"), "accepted: there is nothing to defer")
 		Expect(res.Stderr).To(ContainSubstring("static_resources.clusters[0].common_lb_config.zone_aware_lb_config.routing_enabled.value: "))
 	})
 })
