@@ -294,11 +294,21 @@ func nextIP() string {
 }
 
 // freePort finds a free port on ip.
-func freePort(ip string) int {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	Expect(err).NotTo(HaveOccurred(), "loopback address %s is not bindable", ip)
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
+func freePort(ip string) int { return freePorts(ip, 1)[0] }
+
+// freePorts finds n distinct free ports on ip. The listeners stay open
+// until all are found: one closed before the next is opened may be handed
+// out again, and a sidecar given the same port for its admin and its
+// listener fails to start.
+func freePorts(ip string, n int) []int {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		Expect(err).NotTo(HaveOccurred(), "loopback address %s is not bindable", ip)
+		defer func() { _ = ln.Close() }()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
 }
 
 // bootstrapTemplate is a sidecar's configuration: the admin interface and an
@@ -352,7 +362,8 @@ static_resources:
 // it.
 func newProxy(healthCheck bool) *proxy {
 	ip := nextIP()
-	p := &proxy{ip: ip, adminPort: freePort(ip), listenPort: freePort(ip)}
+	ports := freePorts(ip, 2)
+	p := &proxy{ip: ip, adminPort: ports[0], listenPort: ports[1]}
 	dir := GinkgoT().TempDir()
 	p.config = filepath.Join(dir, "bootstrap.yaml")
 	p.log = filepath.Join(dir, "sidecar.log")
