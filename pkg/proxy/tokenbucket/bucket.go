@@ -66,6 +66,22 @@ func CompileRequired(tb *typev3.TokenBucket) (Spec, error) {
 	return spec, nil
 }
 
+// CompileConnectionLimit reads the two fields the network and listener
+// local rate limits require, stat_prefix and token_bucket (CompileRequired),
+// reporting both errors at once. Errors name the paths below the filter's
+// typed_config.
+func CompileConnectionLimit(statPrefix string, tb *typev3.TokenBucket) (Spec, error) {
+	var errs []error
+	if statPrefix == "" {
+		errs = append(errs, errors.New("stat_prefix: required"))
+	}
+	spec, err := CompileRequired(tb)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return spec, errors.Join(errs...)
+}
+
 // Clock reads a clock as seconds since its epoch, the time base of the
 // buckets that share it.
 type Clock struct {

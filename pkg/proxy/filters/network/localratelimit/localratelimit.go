@@ -68,15 +68,8 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
-	var errs []error
-	if p.GetStatPrefix() == "" {
-		errs = append(errs, errors.New("stat_prefix: required"))
-	}
-	spec, err := tokenbucket.CompileRequired(p.GetTokenBucket())
+	spec, err := tokenbucket.CompileConnectionLimit(p.GetStatPrefix(), p.GetTokenBucket())
 	if err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	newLimiter := func() *limiter {
