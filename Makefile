@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-bodies bench-floods bench-tcpproxy bench-tls bench-idle bench-rss bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-bodies bench-floods bench-tcpproxy bench-tls bench-idle bench-rss bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-tracing bench-xds lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
@@ -220,6 +220,16 @@ bench-hotrestart: build
 bench-instructions: build
 	command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
 	$(GO) run ./test/bench/h1count -reps $${REPS:-3} $${TRACING:+-tracing $$TRACING} $${CONFIG:+-config $$CONFIG} $${BODY:+-body $$BODY} $(BIN)/sidecar $(BASE)
+
+# Requests/s with tracing off, at 1% and at 100% sampling (issue #12's
+# budgets), exported over OTLP/HTTP to a receiver that discards the spans
+# (test/bench/tracerps): the cases alternated ROUNDS times for DUR each under
+# wrk, the ratios to tracing off printed per round (the machine's noise) and
+# as medians, the receiver's CPU share apart. BASE=path/to/other/sidecar is
+# measured in the same alternation.
+bench-tracing: build
+	command -v wrk >/dev/null || { apt-get update && apt-get install -y wrk; }
+	$(GO) run ./test/bench/tracerps -rounds $${ROUNDS:-5} -dur $${DUR:-5s} $${CASES:+-cases $$CASES} $(BIN)/sidecar $(BASE)
 
 # Dynamic configuration from go-control-plane's ADS server on loopback
 # (test/bench/xds): 10,000 CDS clusters, a 10,000-endpoint EDS update, a
