@@ -213,7 +213,9 @@ func run(ctx context.Context, sidecar, config, tracing, keep string, response []
 	out := filepath.Join(dir, "callgrind.out")
 	cmd := exec.CommandContext(ctx, "valgrind", "--tool=callgrind", "--callgrind-out-file="+out,
 		sidecar, "-c", cfg, "--concurrency", "1", "--log-level", "warning", "--disable-hot-restart")
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+	// cpu.rdtscp=off: valgrind's CPU may announce RDTSCP, which it cannot
+	// run (the runtime's cputicks then dies of SIGILL).
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Cancel = func() error { return cmd.Process.Kill() }

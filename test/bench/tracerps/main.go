@@ -129,6 +129,7 @@ type sample struct {
 	rps, cpuPerReq   float64 // requests/s; the sidecar's CPU µs per request
 	receiverShare    float64 // the receiver's CPU time over the sidecar's
 	requests, spans  int
+	exports          int // the sidecar's OTLP exports (reports_sent)
 	receiverCPUPerRq float64 // the receiver's CPU µs per request
 }
 
@@ -180,7 +181,7 @@ func (b *bench) run(bins, cases []string, rounds int, dur, warm time.Duration) e
 			results[idx] = append(results[idx], sm)
 			fmt.Printf("round %d  %-28s tracing %-4s %9.0f requests/s  %6.2f µs CPU per request", r+1, filepath.Base(s.bin), s.tracing, sm.rps, sm.cpuPerReq)
 			if s.tracing != "off" {
-				fmt.Printf("  %d spans exported; receiver CPU %.1f%% of the sidecar's (%.2f µs per request)", sm.spans, 100*sm.receiverShare, sm.receiverCPUPerRq)
+				fmt.Printf("  %d spans in %d exports; receiver CPU %.1f%% of the sidecar's (%.2f µs per request)", sm.spans, sm.exports, 100*sm.receiverShare, sm.receiverCPUPerRq)
 			}
 			fmt.Println()
 		}
@@ -292,7 +293,7 @@ func (b *bench) start(s *sidecar, name string, upPort, rcvPort int) error {
 // receiver and the spans s exported meanwhile.
 func (b *bench) measure(s *sidecar, receiver *exec.Cmd, dur time.Duration) (sample, error) {
 	admin := fmt.Sprintf("http://127.0.0.1:%d", s.admin)
-	spans0, err := b.spans(s, admin)
+	spans0, exports0, err := b.spans(s, admin)
 	if err != nil {
 		return sample{}, err
 	}
@@ -310,11 +311,11 @@ func (b *bench) measure(s *sidecar, receiver *exec.Cmd, dur time.Duration) (samp
 	// The spans of the run's last requests may wait for the next export,
 	// at most the flush interval (5 s) away: the count is checked against
 	// the requests with that slack only.
-	spans1, err := b.spans(s, admin)
+	spans1, exports1, err := b.spans(s, admin)
 	if err != nil {
 		return sample{}, err
 	}
-	sm.spans = spans1 - spans0
+	sm.spans, sm.exports = spans1-spans0, exports1-exports0
 	if side > 0 {
 		sm.receiverShare = float64(rcv) / float64(side)
 	}
@@ -325,12 +326,16 @@ func (b *bench) measure(s *sidecar, receiver *exec.Cmd, dur time.Duration) (samp
 	return sm, nil
 }
 
-// spans is s's tracing.opentelemetry.spans_sent.
-func (b *bench) spans(s *sidecar, admin string) (int, error) {
+// spans is s's tracing.opentelemetry.spans_sent and reports_sent.
+func (b *bench) spans(s *sidecar, admin string) (spans, exports int, err error) {
 	if s.tracing == "off" {
-		return 0, nil
+		return 0, 0, nil
 	}
-	return benchkit.Counter(admin, "tracing.opentelemetry.spans_sent")
+	if spans, err = benchkit.Counter(admin, "tracing.opentelemetry.spans_sent"); err != nil {
+		return 0, 0, err
+	}
+	exports, err = benchkit.Counter(admin, "tracing.opentelemetry.reports_sent")
+	return spans, exports, err
 }
 
 // cpuTime is the CPU time of cmd's process: the sidecar or the receiver
