@@ -256,20 +256,44 @@ func (b *Batcher) run() {
 			b.flush()
 			t.Reset(interval())
 		case <-b.kick:
-			// The kick made this goroutine the next to run on its
-			// P, ahead of the connections already ready, whose
-			// requests are about to finish more spans. Yielding
-			// first lets them: the export still starts as soon as
-			// they have run, with their spans in the same batch,
-			// which saves an export's write, read, deadline and two
-			// wake-ups per span it adds.
-			goruntime.Gosched()
+			b.gather()
 			b.flush()
 		case <-b.stop:
 			b.flush()
 			return
 		}
 	}
+}
+
+// gatherYields bounds the yields of gather: the export waits for at most
+// that many turns of the runnable goroutines.
+const gatherYields = 4
+
+// gather lets the goroutines already runnable finish their spans into the
+// export the kick asked for. The kick made this goroutine the next to run
+// on its P, ahead of the connections already ready, whose requests are
+// about to finish more spans; each yield lets them run first, and the
+// export starts once a yield added no span (or after gatherYields). Every
+// span a batch gains saves an export's write, read, deadline and two
+// wake-ups. The flush rule is unchanged: the export still follows the
+// kick, after work that was already runnable, never a timer.
+func (b *Batcher) gather() {
+	n := b.waiting()
+	for range gatherYields {
+		goruntime.Gosched()
+		m := b.waiting()
+		if m == n {
+			return
+		}
+		n = m
+	}
+}
+
+// waiting is the number of spans waiting for export.
+func (b *Batcher) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.buf) + b.nEnc
 }
 
 // take empties the buffers: what they held is returned (the spans, and

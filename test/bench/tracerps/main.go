@@ -15,8 +15,10 @@
 // the upstream and the receiver on the second, as in the peers script.
 //
 // Each round prints every case's requests/s and the sidecar's CPU time per
-// request (from /proc, its own process only), then the ratios to tracing
-// off of that round: the machine is shared, so the spread of the ratios
+// request (from /proc, its own process only) and busy share (its CPU time
+// over the run's wall time: below 100%, the sidecar was not the only
+// limit, because the machine's other work took its CPU or wrk's), then
+// the ratios to tracing off of that round: the machine is shared, so the spread of the ratios
 // across rounds is the noise. The end prints the medians of the ratios.
 // The receiver is a process of its own; its CPU time is reported as a
 // share of the sidecar's during the same run, so that what the sidecar's
@@ -129,7 +131,8 @@ type sample struct {
 	rps, cpuPerReq   float64 // requests/s; the sidecar's CPU µs per request
 	receiverShare    float64 // the receiver's CPU time over the sidecar's
 	requests, spans  int
-	exports          int // the sidecar's OTLP exports (reports_sent)
+	exports          int     // the sidecar's OTLP exports (reports_sent)
+	busy             float64 // the sidecar's CPU time over the run's wall time
 	receiverCPUPerRq float64 // the receiver's CPU µs per request
 }
 
@@ -179,7 +182,8 @@ func (b *bench) run(bins, cases []string, rounds int, dur, warm time.Duration) e
 				return fmt.Errorf("round %d, %s tracing %s: %w", r+1, s.bin, s.tracing, err)
 			}
 			results[idx] = append(results[idx], sm)
-			fmt.Printf("round %d  %-28s tracing %-4s %9.0f requests/s  %6.2f µs CPU per request", r+1, filepath.Base(s.bin), s.tracing, sm.rps, sm.cpuPerReq)
+			fmt.Printf("round %d  %-28s tracing %-4s %9.0f requests/s  %6.2f µs CPU per request, sidecar busy %3.0f%%",
+				r+1, filepath.Base(s.bin), s.tracing, sm.rps, sm.cpuPerReq, 100*sm.busy)
 			if s.tracing != "off" {
 				fmt.Printf("  %d spans in %d exports; receiver CPU %.1f%% of the sidecar's (%.2f µs per request)", sm.spans, sm.exports, 100*sm.receiverShare, sm.receiverCPUPerRq)
 			}
@@ -297,13 +301,13 @@ func (b *bench) measure(s *sidecar, receiver *exec.Cmd, dur time.Duration) (samp
 	if err != nil {
 		return sample{}, err
 	}
-	side0, rcv0 := cpuTime(s.cmd), cpuTime(receiver)
+	side0, rcv0, t0 := cpuTime(s.cmd), cpuTime(receiver), time.Now()
 	res, err := b.wrk(s.port, dur)
 	if err != nil {
 		return sample{}, err
 	}
 	side, rcv := cpuTime(s.cmd)-side0, cpuTime(receiver)-rcv0
-	sm := sample{rps: res.rps, requests: res.requests}
+	sm := sample{rps: res.rps, requests: res.requests, busy: float64(side) / float64(time.Since(t0))}
 	sm.cpuPerReq = float64(side.Microseconds()) / float64(res.requests)
 	if s.tracing == "off" {
 		return sm, nil
