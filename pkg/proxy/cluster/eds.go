@@ -48,7 +48,7 @@ type edsState struct {
 	hookMu   sync.Mutex
 	warmDone bool
 	onWarm   func()
-	sources atomic.Pointer[edsSources]
+	sources  atomic.Pointer[edsSources]
 	// stats are the subscription's stats (see EDSStats).
 	stats *EDSStats
 }
