@@ -54,9 +54,12 @@ type dynamicState struct {
 	// warming are the discovered clusters not yet initialised, by name:
 	// requests do not see them until they are (Envoy's cluster warming).
 	warming map[string]*Cluster
-	// ripe are warmed clusters waiting to be promoted together (see
-	// promoteWhenWarm).
-	ripe []*Cluster
+	// ripeMu guards ripe, the warmed clusters waiting to be promoted
+	// together (see ripen). It is taken alone or inside mu, never
+	// around it: a cluster ripens under the locks of whoever ends its
+	// warming, mu among them.
+	ripeMu sync.Mutex
+	ripe   []*Cluster
 	// draining are the removed or replaced clusters whose connections are
 	// still in use.
 	draining map[*Cluster]struct{}
@@ -224,7 +227,12 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 				m.dyn.warming = map[string]*Cluster{}
 			}
 			m.dyn.warming[s.name] = c
-			go m.promoteWhenWarm(c, warm)
+			// An EDS cluster waiting for its load assignment only (the
+			// common case, thousands per update) ripens when its
+			// warming ends, without a goroutine of its own.
+			if c.eds == nil || warm != c.eds.warm || !c.eds.whenWarm(func() { m.ripen(c) }) {
+				go m.promoteWhenWarm(c, warm)
+			}
 			continue
 		}
 		next.put(c)
@@ -339,38 +347,46 @@ func (c *Cluster) hostsWarmed() <-chan struct{} {
 	}
 }
 
-// promoteWhenWarm makes a warming cluster active once it is initialised,
-// unless an update replaced or removed it meanwhile. Clusters that warm
-// together (an EDS response initialising thousands of clusters at once)
-// are promoted together: each joins the batch of ripe clusters, and the
-// one that started the batch swaps them all in with one new snapshot, so
-// that n clusters warming cost one copy of the snapshot, not n.
+// promoteWhenWarm makes a warming cluster active once it is initialised
+// (see ripen), for the clusters that wait for more than their load
+// assignment.
 func (m *Manager) promoteWhenWarm(c *Cluster, warm <-chan struct{}) {
 	<-warm
-	m.dyn.mu.Lock()
-	if m.dyn.closed || m.dyn.warming[c.Name()] != c {
-		m.dyn.mu.Unlock()
-		return
-	}
+	m.ripen(c)
+}
+
+// ripen makes a warmed cluster active, unless an update replaced or
+// removed it meanwhile. Clusters that warm together (an EDS response
+// initialising thousands of clusters at once) are promoted together:
+// each joins the batch of ripe clusters, and the first starts the
+// goroutine that swaps them all in with one new snapshot, so that n
+// clusters warming cost one copy of the snapshot, not n. It takes only
+// m.dyn.ripeMu (see EndWarming's callers).
+func (m *Manager) ripen(c *Cluster) {
+	m.dyn.ripeMu.Lock()
 	m.dyn.ripe = append(m.dyn.ripe, c)
 	first := len(m.dyn.ripe) == 1
-	m.dyn.mu.Unlock()
+	m.dyn.ripeMu.Unlock()
 	if !first {
 		return
 	}
-	// Let the clusters warmed by the same update join the batch.
-	runtime.Gosched()
-	m.dyn.mu.Lock()
-	defer m.dyn.mu.Unlock()
-	m.promoteRipeLocked()
+	go func() {
+		// Let the clusters warmed by the same update join the batch.
+		runtime.Gosched()
+		m.dyn.mu.Lock()
+		defer m.dyn.mu.Unlock()
+		m.promoteRipeLocked()
+	}()
 }
 
 // promoteRipeLocked swaps the batch of ripe clusters into the snapshot,
 // those still warming (an update may have replaced or removed one since
 // it joined), and retires the clusters they replace. m.dyn.mu is held.
 func (m *Manager) promoteRipeLocked() {
+	m.dyn.ripeMu.Lock()
 	ripe := m.dyn.ripe
 	m.dyn.ripe = nil
+	m.dyn.ripeMu.Unlock()
 	if m.dyn.closed {
 		return
 	}

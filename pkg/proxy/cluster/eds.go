@@ -42,9 +42,13 @@ func buildEDS(c *clusterv3.Cluster) (*edsSettings, []error) {
 // assignment, or when the server stops waiting for one. sources are the
 // entries the installed hosts were built from (see edsSources).
 type edsState struct {
-	warm    chan struct{}
-	once    sync.Once
-	sources atomic.Pointer[edsSources]
+	warm chan struct{}
+	once sync.Once
+	// hookMu guards warmDone and onWarm (see whenWarm).
+	hookMu   sync.Mutex
+	warmDone bool
+	onWarm   func()
+	sources  atomic.Pointer[edsSources]
 	// stats are the subscription's stats (see EDSStats).
 	stats *EDSStats
 }
@@ -222,7 +226,34 @@ func (c *Cluster) EndWarming() bool {
 		close(c.eds.warm)
 		ended = true
 	})
+	if ended {
+		c.eds.hookMu.Lock()
+		c.eds.warmDone = true
+		f := c.eds.onWarm
+		c.eds.onWarm = nil
+		c.eds.hookMu.Unlock()
+		if f != nil {
+			f()
+		}
+	}
 	return ended
+}
+
+// whenWarm arranges for f to be called once the cluster's warming ends
+// (by EndWarming's caller, right after warm is closed), and reports
+// whether it did: false when the warming had already ended, f is then
+// not called. It stands for a goroutine waiting on warm, which cost a
+// goroutine (and its stack) per cluster of a large update. f is called
+// with whatever locks EndWarming's caller holds (the manager's dyn.mu
+// when it retires the cluster): it must take none of them.
+func (e *edsState) whenWarm(f func()) bool {
+	e.hookMu.Lock()
+	defer e.hookMu.Unlock()
+	if e.warmDone {
+		return false
+	}
+	e.onWarm = f
+	return true
 }
 
 // EDSClusters returns the static EDS clusters, in configuration order.

@@ -127,6 +127,7 @@ func (s *Server) newGRPCStream(api *corev3.ApiConfigSource, typeURL string) (*ad
 		Unknown:        s.unknownDynamicPolicy(),
 		UnknownCounter: s.stats.Counter("server.dynamic_unknown_fields"),
 		Now:            s.now,
+		HostRoot:       s.hostRoot,
 	}
 	if api.GetApiType() == corev3.ApiConfigSource_REST {
 		return s.newRESTClient(api, opts)

@@ -57,6 +57,10 @@ type ADSOptions struct {
 	UnknownCounter *stats.Counter
 	// Now is the clock of the update stats; nil means time.Now.
 	Now func() time.Time
+	// HostRoot is the directory standing for "/" where the collector's
+	// hold during large responses reads the cgroup's memory limit (see
+	// holdGC); "" means "/".
+	HostRoot string
 	// Delta speaks the incremental protocol (api_type DELTA_GRPC) rather
 	// than the state of the world.
 	Delta bool

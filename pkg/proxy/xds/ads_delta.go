@@ -160,7 +160,7 @@ func (a *ADS) deltaRespond(s *deltaStream, resp *discoveryv3.DeltaDiscoveryRespo
 		return nil
 	}
 	if len(resp.GetResources()) >= heldGCResources {
-		defer holdGC()()
+		defer a.holdGC()()
 	}
 	err := a.process(sub, resp.GetSystemVersionInfo(), func() (bool, error) {
 		// Envoy's delta subscriptions count no update_empty.

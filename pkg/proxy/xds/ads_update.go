@@ -14,7 +14,7 @@ import (
 // handle applies one response and returns the ACK or NACK to send.
 func (a *ADS) handle(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) *discoveryv3.DiscoveryRequest {
 	if len(resp.GetResources()) >= heldGCResources {
-		defer holdGC()()
+		defer a.holdGC()()
 	}
 	err := a.process(sub, resp.GetVersionInfo(), func() (bool, error) {
 		u, err := a.decode(sub, resp)
