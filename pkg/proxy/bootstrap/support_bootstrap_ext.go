@@ -22,6 +22,9 @@ func slotCategories(path string, categories []string) []string {
 	if earlyMutationPath.MatchString(path) {
 		return []string{earlyMutationCategory}
 	}
+	if extProcResponsePath.MatchString(path) {
+		return []string{extProcResponseCategory}
+	}
 	return categories
 }
 

@@ -1,12 +1,24 @@
 package bootstrap
 
-import "google.golang.org/protobuf/reflect/protoreflect"
+import (
+	"regexp"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// extProcResponseCategory is the category of ext_proc's
+// on_processing_response extensions, which go there only.
+const extProcResponseCategory = "envoy.http.ext_proc.response_processors"
+
+// extProcResponsePath is the typed_config of an ext_proc filter's
+// on_processing_response (see slotCategories).
+var extProcResponsePath = regexp.MustCompile(`\.on_processing_response\.typed_config$`)
 
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtProcPerRoute. Not listed, so refused with their path: http_service,
 // send_body_without_waiting_for_header_response,
-// processing_request_modifier, on_processing_response,
+// processing_request_modifier,
 // allow_content_length_header, emit_client_span and the typed receiving
 // namespaces, and per route async_mode and the attributes (which Envoy
 // does not implement), processing_request_modifier and emit_client_span.
@@ -35,6 +47,17 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.observability_mode":         {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.deferred_close_timeout":     {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.filter_metadata":            {},
+	// The save_processing_response processor (extproc/onresponse.go).
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.on_processing_response": {},
+
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.filter_state_name_suffix":  {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_request_headers":      {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_response_headers":     {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_request_trailers":     {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_response_trailers":    {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_immediate_response":   {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.SaveOptions.save_response": {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.SaveOptions.save_on_error": {},
 
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_header_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_header_mode": {},

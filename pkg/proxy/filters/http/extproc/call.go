@@ -283,15 +283,29 @@ func (f *filter) answer(r *extprocsvc.ProcessingResponse, p phase) (ok bool, rep
 	if ir := r.GetImmediateResponse(); ir != nil && !c.disableImmediate {
 		c.stats.msgsReceived.Inc()
 		f.finish(true)
+		f.saveAnswer(r, nil)
 		return false, immediate(ir)
 	}
 	if !expected(r, p) {
 		c.stats.spuriousMsgs.Inc()
 		f.finish(true)
+		f.saveAnswer(r, errSpurious)
 		return false, nil
 	}
 	c.stats.msgsReceived.Inc()
 	return true, nil
+}
+
+// errSpurious is how an answer of a kind the filter did not wait for
+// failed, for on_processing_response (Envoy's "unhandled message").
+var errSpurious = errors.New("spurious message")
+
+// saveAnswer hands answer r, and what handling it failed with, to
+// on_processing_response, when there is one.
+func (f *filter) saveAnswer(r *extprocsvc.ProcessingResponse, failure error) {
+	if f.saved != nil {
+		f.c.saver.after(f.saved, r, failure)
+	}
 }
 
 // mutationFailed is the reply to an answer whose mutation failed: 500,

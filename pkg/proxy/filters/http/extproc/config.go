@@ -72,6 +72,9 @@ type config struct {
 	// and response headers messages (ProcessingRequest.attributes).
 	requestAttributes, responseAttributes []attribute
 
+	// saver is on_processing_response, nil without it.
+	saver *responseSaver
+
 	// info is the filter state of filter_metadata, nil without it; it
 	// is the same for every request, which no one modifies.
 	info *loggingInfo
@@ -192,6 +195,11 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 	if len(c.clusterNS.untyped)+len(c.clusterNS.typed) > 0 {
 		c.clusters = ctx.Services
 	}
+	if op := p.GetOnProcessingResponse(); op != nil {
+		if c.saver, err = compileOnProcessingResponse(op); err != nil {
+			return fail(err)
+		}
+	}
 	if md := p.GetFilterMetadata(); md != nil {
 		c.info = &loggingInfo{FilterMetadata: md}
 	}
@@ -228,8 +236,6 @@ func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 		return errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger")
 	case p.GetProcessingRequestModifier() != nil:
 		return errors.New("processing_request_modifier: not supported by Outrigger")
-	case p.GetOnProcessingResponse() != nil:
-		return errors.New("on_processing_response: not supported by Outrigger")
 	case p.GetAllowContentLengthHeader():
 		return errors.New("allow_content_length_header: not supported by Outrigger (the connection manager frames bodies itself)")
 	case p.GetEmitClientSpan() != nil:

@@ -86,9 +86,11 @@ func (f *filter) responseHeadersAnswer(s httpfilter.Stream, r *extprocsvc.Proces
 	cr := r.GetResponseHeaders().GetResponse()
 	if hm := cr.GetHeaderMutation(); hm != nil {
 		if err := applyHeaderMutation(hm, head{h: s.ResponseHeaders(), s: s, response: true}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+			f.saveAnswer(r, err)
 			return f.mutationFailed(err)
 		}
 	}
+	f.saveAnswer(r, nil)
 	if cr.GetClearRouteCache() {
 		// Envoy clears no route on the response path.
 		f.c.stats.clearRouteCacheIgnored.Inc()

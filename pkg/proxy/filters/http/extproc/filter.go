@@ -46,6 +46,8 @@ type filter struct {
 	// response_attributes not sent yet: they go with the first message
 	// of their direction, whichever phase it is, as in Envoy.
 	reqAttrs, respAttrs map[string]*structpb.Struct
+	// saved is on_processing_response's filter state object.
+	saved *savedResponse
 }
 
 var (
@@ -63,6 +65,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		// Envoy sets its logging info for every request the filter
 		// sees, under the filter's name.
 		s.SetFilterState(f.c.name, f.c.info)
+	}
+	if f.c.saver != nil {
+		f.saved = f.c.saver.start(s)
 	}
 	set, err := f.routeSettings(s)
 	if err != nil {
@@ -105,9 +110,11 @@ func (f *filter) requestHeadersAnswer(s httpfilter.Stream, r *extprocsvc.Process
 	cr := r.GetRequestHeaders().GetResponse()
 	if hm := cr.GetHeaderMutation(); hm != nil {
 		if err := applyHeaderMutation(hm, head{h: s.RequestHeaders(), s: s}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+			f.saveAnswer(r, err)
 			return f.mutationFailed(err)
 		}
 	}
+	f.saveAnswer(r, nil)
 	f.clearRouteCache(s, cr)
 	if cr.GetStatus() == extprocsvc.CommonResponse_CONTINUE_AND_REPLACE {
 		// The answer is final for the request: its body, if the
