@@ -25,6 +25,9 @@ func slotCategories(path string, categories []string) []string {
 	if extProcResponsePath.MatchString(path) {
 		return []string{extProcResponseCategory}
 	}
+	if extProcModifierPath.MatchString(path) {
+		return []string{extProcModifierCategory}
+	}
 	return categories
 }
 

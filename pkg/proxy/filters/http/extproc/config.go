@@ -71,6 +71,8 @@ type config struct {
 	// requestAttributes and responseAttributes are sent with the request
 	// and response headers messages (ProcessingRequest.attributes).
 	requestAttributes, responseAttributes []attribute
+	// modifier is processing_request_modifier, nil without it.
+	modifier *attributeMapping
 
 	// saver is on_processing_response, nil without it.
 	saver *responseSaver
@@ -195,6 +197,11 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 	if len(c.clusterNS.untyped)+len(c.clusterNS.typed) > 0 {
 		c.clusters = ctx.Services
 	}
+	if pm := p.GetProcessingRequestModifier(); pm != nil {
+		if c.modifier, err = compileRequestModifier(pm, "processing_request_modifier"); err != nil {
+			return fail(err)
+		}
+	}
 	if op := p.GetOnProcessingResponse(); op != nil {
 		if c.saver, err = compileOnProcessingResponse(op); err != nil {
 			return fail(err)
@@ -234,8 +241,6 @@ func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 		return errors.New("http_service: not supported by Outrigger (grpc_service only)")
 	case p.GetSendBodyWithoutWaitingForHeaderResponse():
 		return errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger")
-	case p.GetProcessingRequestModifier() != nil:
-		return errors.New("processing_request_modifier: not supported by Outrigger")
 	case p.GetAllowContentLengthHeader():
 		return errors.New("allow_content_length_header: not supported by Outrigger (the connection manager frames bodies itself)")
 	case p.GetEmitClientSpan() != nil:

@@ -41,10 +41,10 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	f.s = s
 	_, hasBody := s.ResponseBody()
-	if !f.done && len(f.c.responseAttributes) > 0 {
+	if !f.done && len(f.respList) > 0 {
 		// Evaluated here, with the response head, as the request's are
 		// in DecodeHeaders.
-		f.respAttrs = evaluateAttributes(f.c.responseAttributes, s, true)
+		f.respAttrs = evaluateAttributes(f.respList, s, true)
 	}
 	if !f.done && f.mode.responseHeaders {
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_ResponseHeaders{

@@ -46,6 +46,9 @@ type filter struct {
 	// response_attributes not sent yet: they go with the first message
 	// of their direction, whichever phase it is, as in Envoy.
 	reqAttrs, respAttrs map[string]*structpb.Struct
+	// respList are the response attributes to evaluate with the
+	// response head (the filter's, or its modifier's).
+	respList []attribute
 	// saved is on_processing_response's filter state object.
 	saved *savedResponse
 }
@@ -77,10 +80,12 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.mode, f.svc, f.failureModeAllow = set.mode, set.svc, set.failureModeAllow
 	f.ns, f.initialMetadata = set.ns, set.initialMetadata
 	f.mdContext = f.metadataContext(s)
-	if len(f.c.requestAttributes) > 0 {
+	reqList, respList := f.c.attributeLists(set.modifier)
+	f.respList = respList
+	if len(reqList) > 0 {
 		// Evaluated here, where the request head is the filter's: a
 		// streamed body's first message leaves from another goroutine.
-		f.reqAttrs = evaluateAttributes(f.c.requestAttributes, s, false)
+		f.reqAttrs = evaluateAttributes(reqList, s, false)
 	}
 	if f.mode.requestHeaders {
 		_, hasBody := s.RequestBody()
