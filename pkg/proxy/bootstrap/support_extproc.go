@@ -24,7 +24,7 @@ var extProcModifierPath = regexp.MustCompile(`\.processing_request_modifier\.typ
 
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
-// ExtProcPerRoute. Not listed, so refused with their path: http_service,
+// ExtProcPerRoute. Not listed, so refused with their path:
 // send_body_without_waiting_for_header_response,
 // allow_content_length_header, emit_client_span and the typed receiving
 // namespaces, and per route async_mode and the attributes (which Envoy
@@ -56,6 +56,10 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.filter_metadata":            {},
 	// The save_processing_response processor (extproc/onresponse.go).
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.on_processing_response": {},
+	// An HTTP processor, headers only (extproc/httpservice.go); the
+	// filter refuses the HttpService's request_headers_to_add.
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.http_service":  {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcHttpService.http_service": {},
 	// The mapped_attribute_builder modifier (extproc/modifier.go).
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.processing_request_modifier":                                                   {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.processing_request_modifier":                                                    {},

@@ -76,6 +76,9 @@ func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingRe
 	}
 	timer := time.NewTimer(c.messageTimeout)
 	defer timer.Stop()
+	if c.http != nil {
+		return f.callHTTP(m, timer)
+	}
 	if f.st == nil {
 		st, err, late := f.open(timer)
 		switch {

@@ -195,7 +195,9 @@ func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 	if merged.modifier != nil {
 		set.modifier = merged.modifier
 	}
-	if merged.grpc != nil {
+	if merged.grpc != nil && c.http == nil {
+		// With an http_service, Envoy keeps posting to it: a route's
+		// grpc_service (and grpc_initial_metadata) is not used.
 		svc, err := c.serviceFor(merged.grpc, merged.grpcKey)
 		if err != nil {
 			return set, err
