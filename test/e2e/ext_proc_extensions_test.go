@@ -87,6 +87,6 @@ var _ = Describe("The external processing filter's extensions", func() {
 		spec.Clusters = []proxyCluster{{Name: "up", Port: 1}, {Name: "uph2", Port: 1}, {Name: "proc", Port: procPort, Extra: h2cOptions()}}
 		res, _ := validate("bad.yaml", spec.YAML())
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr+res.Stdout).To(ContainSubstring("typed_config.on_processing_response.typed_config: extension \"proxy.http.ext_proc.processing_request_modifiers.mapped_attribute_builder\" (category envoy.http.ext_proc.processing_request_modifiers) cannot be used here: expected category envoy.http.ext_proc.response_processors"))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("typed_config.on_processing_response.typed_config: extension \"proxy.http.ext_proc.processing_request_modifiers.mapped_attribute_builder\" (category envoy.http.ext_proc.processing_request_modifiers) cannot be used here: expected category envoy.http.ext_proc.response_processors"))
 	})
 })
