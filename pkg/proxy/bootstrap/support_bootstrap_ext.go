@@ -22,6 +22,12 @@ func slotCategories(path string, categories []string) []string {
 	if earlyMutationPath.MatchString(path) {
 		return []string{earlyMutationCategory}
 	}
+	if extProcResponsePath.MatchString(path) {
+		return []string{extProcResponseCategory}
+	}
+	if extProcModifierPath.MatchString(path) {
+		return []string{extProcModifierCategory}
+	}
 	return categories
 }
 

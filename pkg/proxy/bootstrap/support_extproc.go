@@ -1,15 +1,34 @@
 package bootstrap
 
-import "google.golang.org/protobuf/reflect/protoreflect"
+import (
+	"regexp"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// extProcResponseCategory is the category of ext_proc's
+// on_processing_response extensions, which go there only.
+const extProcResponseCategory = "envoy.http.ext_proc.response_processors"
+
+// extProcResponsePath is the typed_config of an ext_proc filter's
+// on_processing_response (see slotCategories).
+var extProcResponsePath = regexp.MustCompile(`\.on_processing_response\.typed_config$`)
+
+// extProcModifierCategory is the category of ext_proc's
+// processing_request_modifier extensions, which go there only.
+const extProcModifierCategory = "envoy.http.ext_proc.processing_request_modifiers"
+
+// extProcModifierPath is the typed_config of an ext_proc filter's (or its
+// per-route overrides') processing_request_modifier.
+var extProcModifierPath = regexp.MustCompile(`\.processing_request_modifier\.typed_config$`)
 
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
-// ExtProcPerRoute. Not listed, so refused with their path: http_service,
+// ExtProcPerRoute. Not listed, so refused with their path:
 // send_body_without_waiting_for_header_response,
-// processing_request_modifier, on_processing_response,
 // allow_content_length_header, emit_client_span and the typed receiving
 // namespaces, and per route async_mode and the attributes (which Envoy
-// does not implement), processing_request_modifier and emit_client_span.
+// does not implement) and emit_client_span.
 // The filter refuses cluster_metadata_forwarding_namespaces per route. The filter's Compile refuses what the values
 // leave: the FULL_DUPLEX_STREAMED and GRPC body modes, and
 // mutation_rules.allow_all_routing true.
@@ -35,6 +54,26 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.observability_mode":         {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.deferred_close_timeout":     {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.filter_metadata":            {},
+	// The save_processing_response processor (extproc/onresponse.go).
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.on_processing_response": {},
+	// An HTTP processor, headers only (extproc/httpservice.go); the
+	// filter refuses the HttpService's request_headers_to_add.
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.http_service":  {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcHttpService.http_service": {},
+	// The mapped_attribute_builder modifier (extproc/modifier.go).
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.processing_request_modifier":                                                   {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.processing_request_modifier":                                                    {},
+	"envoy.extensions.http.ext_proc.processing_request_modifiers.mapped_attribute_builder.v3.MappedAttributeBuilder.mapped_request_attributes":  {},
+	"envoy.extensions.http.ext_proc.processing_request_modifiers.mapped_attribute_builder.v3.MappedAttributeBuilder.mapped_response_attributes": {},
+
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.filter_state_name_suffix":  {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_request_headers":      {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_response_headers":     {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_request_trailers":     {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_response_trailers":    {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.save_immediate_response":   {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.SaveOptions.save_response": {},
+	"envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse.SaveOptions.save_on_error": {},
 
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_header_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_header_mode": {},

@@ -93,6 +93,8 @@ import (
 	filesinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/health_check/event_sinks/file/v3"
 	simplecachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/cache/simple_http_cache/v3"
 	earlyhmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/early_header_mutation/header_mutation/v3"
+	mappedattrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/ext_proc/processing_request_modifiers/mapped_attribute_builder/v3"
+	saveprocrespv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/ext_proc/response_processors/save_processing_response/v3"
 	preservecasev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/header_formatters/preserve_case/v3"
 	injgenericv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/injected_credentials/generic/v3"
 	injoauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/injected_credentials/oauth2/v3"
@@ -324,6 +326,12 @@ func Registry() *extension.Registry {
 		extension.Of(dynamicforwardproxy.Name, HTTPFilters, &dfphttpv3.FilterConfig{}, dynamicforwardproxy.Factory{}).WithRouteConfig(&dfphttpv3.PerRouteConfig{}),
 		extension.Of(extauthz.Name, HTTPFilters, &extauthzv3.ExtAuthz{}, extauthz.Factory{}).WithRouteConfig(&extauthzv3.ExtAuthzPerRoute{}),
 		extension.Of(extproc.Name, HTTPFilters, &extprocv3.ExternalProcessor{}, extproc.Factory{}).WithRouteConfig(&extprocv3.ExtProcPerRoute{}),
+		// ext_proc's on_processing_response; the filter compiles it
+		// (extproc/onresponse.go).
+		extension.Of(extproc.SaveProcessingResponseName, extproc.ResponseProcessorsCategory, &saveprocrespv3.SaveProcessingResponse{}, nil),
+		// Its processing_request_modifier, compiled there too
+		// (extproc/modifier.go).
+		extension.Of(extproc.MappedAttributeBuilderName, extproc.RequestModifiersCategory, &mappedattrv3.MappedAttributeBuilder{}, nil),
 		extension.Of(fault.Name, HTTPFilters, &faultv3.HTTPFault{}, fault.Factory{}).WithRouteConfig(&faultv3.HTTPFault{}),
 		extension.Of(grpcjsontranscoder.Name, HTTPFilters, &grpcjsontranscoderv3.GrpcJsonTranscoder{}, grpcjsontranscoder.Factory{}).WithRouteConfig(&grpcjsontranscoderv3.GrpcJsonTranscoder{}),
 		extension.Of(grpcstats.Name, HTTPFilters, &grpcstatsv3.FilterConfig{}, grpcstats.Factory{}),

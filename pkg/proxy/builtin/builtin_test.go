@@ -110,6 +110,8 @@ func TestRegistry(t *testing.T) {
 		"envoy.health_check.event_sinks proxy.health_check.event_sinks.file envoy.extensions.health_check.event_sinks.file.v3.HealthCheckEventFileSink",
 		"envoy.http.cache proxy.extensions.http.cache.simple envoy.extensions.http.cache.simple_http_cache.v3.SimpleHttpCacheConfig",
 		"envoy.http.early_header_mutation proxy.http.early_header_mutation.header_mutation envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation",
+		"envoy.http.ext_proc.processing_request_modifiers proxy.http.ext_proc.processing_request_modifiers.mapped_attribute_builder envoy.extensions.http.ext_proc.processing_request_modifiers.mapped_attribute_builder.v3.MappedAttributeBuilder",
+		"envoy.http.ext_proc.response_processors proxy.http.ext_proc.response_processors.save_processing_response envoy.extensions.http.ext_proc.response_processors.save_processing_response.v3.SaveProcessingResponse",
 		"envoy.http.injected_credentials proxy.http.injected_credentials.generic envoy.extensions.http.injected_credentials.generic.v3.Generic",
 		"envoy.http.injected_credentials proxy.http.injected_credentials.oauth2 envoy.extensions.http.injected_credentials.oauth2.v3.OAuth2",
 		"envoy.http.original_ip_detection proxy.http.original_ip_detection.custom_header envoy.extensions.http.original_ip_detection.custom_header.v3.CustomHeaderConfig",

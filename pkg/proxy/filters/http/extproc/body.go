@@ -263,9 +263,11 @@ func (f *filter) exchangeTrailers(trailers http.Header, ph phase) *reply {
 	}
 	if mut != nil {
 		if err := applyHeaderMutation(mut, head{h: trailerEditor(trailers)}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+			f.saveAnswer(r, err)
 			return f.mutationFailed(err)
 		}
 	}
+	f.saveAnswer(r, nil)
 	return nil
 }
 

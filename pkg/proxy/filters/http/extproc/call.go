@@ -76,6 +76,9 @@ func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingRe
 	}
 	timer := time.NewTimer(c.messageTimeout)
 	defer timer.Stop()
+	if c.http != nil {
+		return f.callHTTP(m, timer)
+	}
 	if f.st == nil {
 		st, err, late := f.open(timer)
 		switch {
@@ -283,15 +286,29 @@ func (f *filter) answer(r *extprocsvc.ProcessingResponse, p phase) (ok bool, rep
 	if ir := r.GetImmediateResponse(); ir != nil && !c.disableImmediate {
 		c.stats.msgsReceived.Inc()
 		f.finish(true)
+		f.saveAnswer(r, nil)
 		return false, immediate(ir)
 	}
 	if !expected(r, p) {
 		c.stats.spuriousMsgs.Inc()
 		f.finish(true)
+		f.saveAnswer(r, errSpurious)
 		return false, nil
 	}
 	c.stats.msgsReceived.Inc()
 	return true, nil
+}
+
+// errSpurious is how an answer of a kind the filter did not wait for
+// failed, for on_processing_response (Envoy's "unhandled message").
+var errSpurious = errors.New("spurious message")
+
+// saveAnswer hands answer r, and what handling it failed with, to
+// on_processing_response, when there is one.
+func (f *filter) saveAnswer(r *extprocsvc.ProcessingResponse, failure error) {
+	if f.saved != nil {
+		f.c.saver.after(f.saved, r, failure)
+	}
 }
 
 // mutationFailed is the reply to an answer whose mutation failed: 500,

@@ -35,7 +35,10 @@ type config struct {
 	upstream bool
 	// svc is the grpc_service's channel; services holds the channels of
 	// the per-route grpc_service overrides, opened on first use.
-	svc      *service
+	svc *service
+	// http is the http_service, nil with a grpc_service (svc is nil
+	// with an http_service).
+	http     *httpService
 	open     func(gs *corev3.GrpcService) (*service, error)
 	mu       sync.Mutex
 	services map[string]*service
@@ -71,6 +74,11 @@ type config struct {
 	// requestAttributes and responseAttributes are sent with the request
 	// and response headers messages (ProcessingRequest.attributes).
 	requestAttributes, responseAttributes []attribute
+	// modifier is processing_request_modifier, nil without it.
+	modifier *attributeMapping
+
+	// saver is on_processing_response, nil without it.
+	saver *responseSaver
 
 	// info is the filter state of filter_metadata, nil without it; it
 	// is the same for every request, which no one modifies.
@@ -92,7 +100,13 @@ func (c *config) NewFilter() httpfilter.Filter {
 func (c *config) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	errs := []error{c.svc.close()}
+	if c.http != nil {
+		c.http.close()
+	}
+	var errs []error
+	if c.svc != nil {
+		errs = append(errs, c.svc.close())
+	}
 	for _, s := range c.services {
 		errs = append(errs, s.close())
 	}
@@ -118,10 +132,13 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 	if err != nil {
 		return nil, err
 	}
-	if p.GetGrpcService() == nil {
-		return nil, errors.New("grpc_service: must be set")
-	}
-	if ctx.Services == nil {
+	switch {
+	case p.GetGrpcService() != nil && p.GetHttpService() != nil:
+		// Envoy's words.
+		return nil, errors.New("http_service: One and only one of grpc_service or http_service must be configured")
+	case p.GetGrpcService() == nil && p.GetHttpService() == nil:
+		return nil, errors.New("grpc_service: must be set (or http_service)")
+	case ctx.Services == nil:
 		return nil, errors.New("grpc_service: no gRPC service can be reached")
 	}
 	c := &config{
@@ -146,11 +163,15 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		}
 		return newService(ch), nil
 	}
-	if c.svc, err = c.open(p.GetGrpcService()); err != nil {
+	if hs := p.GetHttpService(); hs != nil {
+		if c.http, err = compileHTTPService(hs, ctx.Services); err != nil {
+			return nil, err
+		}
+	} else if c.svc, err = c.open(p.GetGrpcService()); err != nil {
 		return nil, fmt.Errorf("grpc_service.%w", err)
 	}
 	fail := func(err error) (*config, error) {
-		_ = c.svc.close()
+		_ = c.Close()
 		return nil, err
 	}
 	if p.GetDisableClearRouteCache() {
@@ -162,6 +183,15 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 	}
 	if c.mode, err = compileMode(p.GetProcessingMode()); err != nil {
 		return fail(fmt.Errorf("processing_mode.%w", err))
+	}
+	if c.http != nil {
+		if m := c.mode; m.requestBody != extprocv3.ProcessingMode_NONE || m.responseBody != extprocv3.ProcessingMode_NONE || m.requestTrailers || m.responseTrailers {
+			// Envoy's words.
+			return fail(errors.New("processing_mode: If http_service is configured, processing modes can not send any body or trailer."))
+		}
+		if p.GetObservabilityMode() {
+			return fail(errors.New("observability_mode: not supported by Outrigger with http_service"))
+		}
 	}
 	if t := p.GetMessageTimeout(); t != nil {
 		c.messageTimeout = t.AsDuration()
@@ -191,6 +221,16 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 	}
 	if len(c.clusterNS.untyped)+len(c.clusterNS.typed) > 0 {
 		c.clusters = ctx.Services
+	}
+	if pm := p.GetProcessingRequestModifier(); pm != nil {
+		if c.modifier, err = compileRequestModifier(pm, "processing_request_modifier"); err != nil {
+			return fail(err)
+		}
+	}
+	if op := p.GetOnProcessingResponse(); op != nil {
+		if c.saver, err = compileOnProcessingResponse(op); err != nil {
+			return fail(err)
+		}
 	}
 	if md := p.GetFilterMetadata(); md != nil {
 		c.info = &loggingInfo{FilterMetadata: md}
@@ -222,14 +262,8 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 // their paths.
 func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 	switch {
-	case p.GetHttpService() != nil:
-		return errors.New("http_service: not supported by Outrigger (grpc_service only)")
 	case p.GetSendBodyWithoutWaitingForHeaderResponse():
 		return errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger")
-	case p.GetProcessingRequestModifier() != nil:
-		return errors.New("processing_request_modifier: not supported by Outrigger")
-	case p.GetOnProcessingResponse() != nil:
-		return errors.New("on_processing_response: not supported by Outrigger")
 	case p.GetAllowContentLengthHeader():
 		return errors.New("allow_content_length_header: not supported by Outrigger (the connection manager frames bodies itself)")
 	case p.GetEmitClientSpan() != nil:

@@ -41,10 +41,10 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	f.s = s
 	_, hasBody := s.ResponseBody()
-	if !f.done && len(f.c.responseAttributes) > 0 {
+	if !f.done && len(f.respList) > 0 {
 		// Evaluated here, with the response head, as the request's are
 		// in DecodeHeaders.
-		f.respAttrs = evaluateAttributes(f.c.responseAttributes, s, true)
+		f.respAttrs = evaluateAttributes(f.respList, s, true)
 	}
 	if !f.done && f.mode.responseHeaders {
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_ResponseHeaders{
@@ -86,9 +86,11 @@ func (f *filter) responseHeadersAnswer(s httpfilter.Stream, r *extprocsvc.Proces
 	cr := r.GetResponseHeaders().GetResponse()
 	if hm := cr.GetHeaderMutation(); hm != nil {
 		if err := applyHeaderMutation(hm, head{h: s.ResponseHeaders(), s: s, response: true}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+			f.saveAnswer(r, err)
 			return f.mutationFailed(err)
 		}
 	}
+	f.saveAnswer(r, nil)
 	if cr.GetClearRouteCache() {
 		// Envoy clears no route on the response path.
 		f.c.stats.clearRouteCacheIgnored.Inc()

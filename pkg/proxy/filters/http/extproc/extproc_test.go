@@ -60,7 +60,16 @@ func TestCompileRefusesWithPath(t *testing.T) {
 		want string
 	}{
 		{"no service", func(p *extprocv3.ExternalProcessor) { p.GrpcService = nil }, "grpc_service: must be set"},
-		{"http service", func(p *extprocv3.ExternalProcessor) { p.HttpService = &extprocv3.ExtProcHttpService{} }, "http_service: not supported"},
+		{"both services", func(p *extprocv3.ExternalProcessor) { p.HttpService = &extprocv3.ExtProcHttpService{} }, "http_service: One and only one of grpc_service or http_service"},
+		{"http service without its service", func(p *extprocv3.ExternalProcessor) {
+			p.GrpcService, p.HttpService = nil, &extprocv3.ExtProcHttpService{}
+		}, "http_service.http_service: must be set"},
+		{"http service headers", func(p *extprocv3.ExternalProcessor) {
+			p.GrpcService, p.HttpService = nil, &extprocv3.ExtProcHttpService{HttpService: &corev3.HttpService{
+				HttpUri:             &corev3.HttpUri{Uri: "http://proc/x", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "proc"}},
+				RequestHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "a", Value: "b"}}},
+			}}
+		}, "http_service.http_service.request_headers_to_add: not supported by Outrigger"},
 		{"attributes", func(p *extprocv3.ExternalProcessor) {
 			p.RequestAttributes = []string{"request.path", "request.headers["}
 		}, "request_attributes[1]: ERROR"},

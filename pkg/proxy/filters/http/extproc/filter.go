@@ -46,6 +46,11 @@ type filter struct {
 	// response_attributes not sent yet: they go with the first message
 	// of their direction, whichever phase it is, as in Envoy.
 	reqAttrs, respAttrs map[string]*structpb.Struct
+	// respList are the response attributes to evaluate with the
+	// response head (the filter's, or its modifier's).
+	respList []attribute
+	// saved is on_processing_response's filter state object.
+	saved *savedResponse
 }
 
 var (
@@ -64,6 +69,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		// sees, under the filter's name.
 		s.SetFilterState(f.c.name, f.c.info)
 	}
+	if f.c.saver != nil {
+		f.saved = f.c.saver.start(s)
+	}
 	set, err := f.routeSettings(s)
 	if err != nil {
 		f.c.log.Error(err, "ext_proc per-route grpc_service")
@@ -72,10 +80,12 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.mode, f.svc, f.failureModeAllow = set.mode, set.svc, set.failureModeAllow
 	f.ns, f.initialMetadata = set.ns, set.initialMetadata
 	f.mdContext = f.metadataContext(s)
-	if len(f.c.requestAttributes) > 0 {
+	reqList, respList := f.c.attributeLists(set.modifier)
+	f.respList = respList
+	if len(reqList) > 0 {
 		// Evaluated here, where the request head is the filter's: a
 		// streamed body's first message leaves from another goroutine.
-		f.reqAttrs = evaluateAttributes(f.c.requestAttributes, s, false)
+		f.reqAttrs = evaluateAttributes(reqList, s, false)
 	}
 	if f.mode.requestHeaders {
 		_, hasBody := s.RequestBody()
@@ -105,9 +115,11 @@ func (f *filter) requestHeadersAnswer(s httpfilter.Stream, r *extprocsvc.Process
 	cr := r.GetRequestHeaders().GetResponse()
 	if hm := cr.GetHeaderMutation(); hm != nil {
 		if err := applyHeaderMutation(hm, head{h: s.RequestHeaders(), s: s}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+			f.saveAnswer(r, err)
 			return f.mutationFailed(err)
 		}
 	}
+	f.saveAnswer(r, nil)
 	f.clearRouteCache(s, cr)
 	if cr.GetStatus() == extprocsvc.CommonResponse_CONTINUE_AND_REPLACE {
 		// The answer is final for the request: its body, if the

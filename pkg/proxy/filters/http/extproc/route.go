@@ -25,6 +25,8 @@ type routeConfig struct {
 	forward, receive *namespaces
 	// initialMetadata is overrides.grpc_initial_metadata.
 	initialMetadata []*corev3.HeaderValue
+	// modifier is overrides.processing_request_modifier, nil when unset.
+	modifier *attributeMapping
 }
 
 // settings are what a request's filter uses of the configuration once
@@ -37,6 +39,8 @@ type settings struct {
 	// initialMetadata is added to the stream's initial metadata, each
 	// entry replacing the grpc_service's of the same key.
 	initialMetadata []*corev3.HeaderValue
+	// modifier is the processing_request_modifier, nil for none.
+	modifier *attributeMapping
 }
 
 // compileRoute compiles an ExtProcPerRoute; errors name the field below
@@ -95,6 +99,12 @@ func compileRoute(p *extprocv3.ExtProcPerRoute, ctx httpfilter.Context) (*routeC
 		}
 	}
 	rc.initialMetadata = o.GetGrpcInitialMetadata()
+	if pm := o.GetProcessingRequestModifier(); pm != nil {
+		var err error
+		if rc.modifier, err = compileRequestModifier(pm, "overrides.processing_request_modifier"); err != nil {
+			return nil, err
+		}
+	}
 	return rc, nil
 }
 
@@ -112,8 +122,6 @@ func refuseUnsupportedOverrides(o *extprocv3.ExtProcOverrides) error {
 		return errors.New("overrides.request_attributes: not supported by Outrigger (Envoy does not implement it either; the filter's request_attributes are)")
 	case len(o.GetResponseAttributes()) > 0:
 		return errors.New("overrides.response_attributes: not supported by Outrigger (Envoy does not implement it either; the filter's response_attributes are)")
-	case o.GetProcessingRequestModifier() != nil:
-		return errors.New("overrides.processing_request_modifier: not supported by Outrigger")
 	case o.GetEmitClientSpan() != nil:
 		return errors.New("overrides.emit_client_span: not supported by Outrigger (no tracing of the processor's stream)")
 	}
@@ -124,12 +132,12 @@ func refuseUnsupportedOverrides(o *extprocv3.ExtProcOverrides) error {
 // the least specific level to the most specific, as Envoy merges them:
 // the most specific says whether the filter is disabled; a processing
 // mode, a grpc_service, failure_mode_allow and each list of metadata
-// namespaces come from the most specific level that has one (a disabled
-// level has no mode); grpc_initial_metadata entries add up, a more
+// namespaces and a processing_request_modifier come from the most
+// specific level that has one (a disabled level has no mode); grpc_initial_metadata entries add up, a more
 // specific one replacing the entries of its key.
 func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 	c := f.c
-	set := settings{mode: c.mode, svc: c.svc, failureModeAllow: c.failureModeAllow, ns: c.ns}
+	set := settings{mode: c.mode, svc: c.svc, failureModeAllow: c.failureModeAllow, ns: c.ns, modifier: c.modifier}
 	f.routeConfigs = s.RouteConfigs(c.name, f.routeConfigs[:0])
 	defer clear(f.routeConfigs)
 	if len(f.routeConfigs) == 0 {
@@ -161,6 +169,9 @@ func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 		if rc.receive != nil {
 			merged.receive = rc.receive
 		}
+		if rc.modifier != nil {
+			merged.modifier = rc.modifier
+		}
 		merged.initialMetadata = mergeInitialMetadata(merged.initialMetadata, rc.initialMetadata)
 	}
 	if merged.disabled {
@@ -181,7 +192,12 @@ func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 		set.ns.receive = *merged.receive
 	}
 	set.initialMetadata = merged.initialMetadata
-	if merged.grpc != nil {
+	if merged.modifier != nil {
+		set.modifier = merged.modifier
+	}
+	if merged.grpc != nil && c.http == nil {
+		// With an http_service, Envoy keeps posting to it: a route's
+		// grpc_service (and grpc_initial_metadata) is not used.
 		svc, err := c.serviceFor(merged.grpc, merged.grpcKey)
 		if err != nil {
 			return set, err

@@ -10,6 +10,8 @@ type filterStats struct {
 	rejectedMutations, overrideTimeoutReceived                    *stats.Counter
 	overrideTimeoutIgnored, clearRouteCacheIgnored                *stats.Counter
 	clearRouteCacheDisabled, clearRouteCacheUpstreamIgnored       *stats.Counter
+	// httpNotOK counts the http_service exchanges that failed.
+	httpNotOK *stats.Counter
 }
 
 // newFilterStats makes the counters under prefix.
@@ -30,5 +32,6 @@ func newFilterStats(store *stats.Store, prefix string) filterStats {
 		clearRouteCacheDisabled: store.Counter(prefix + "clear_route_cache_disabled"),
 		// Upstream, no route is cleared (see clearRouteCache).
 		clearRouteCacheUpstreamIgnored: store.Counter(prefix + "clear_route_cache_upstream_ignored"),
+		httpNotOK:                      store.Counter(prefix + "http_not_ok_resp_received"),
 	}
 }
