@@ -546,7 +546,16 @@ func (c *serverConn) armWait() (idle, streamIdle time.Duration) {
 	// Both are read again after each wake-up: the overload manager's
 	// reduce_timeouts scales them as it acts.
 	idle, streamIdle = c.m.idleTimeout(), c.streamIdle()
-	d := earliest(earliest(after(c.waitStart, idle), after(c.lastNow, streamIdle)), c.waitMaxDurAt)
+	var d time.Time
+	if c.waitStart.Equal(c.lastNow) {
+		// The usual wait, starting now: both timeouts count from the
+		// same instant, so the earlier deadline is the shorter one's,
+		// computed once.
+		d = after(c.lastNow, shorterTimeout(idle, streamIdle))
+	} else {
+		d = earliest(after(c.waitStart, idle), after(c.lastNow, streamIdle))
+	}
+	d = earliest(d, c.waitMaxDurAt)
 	if c.rd.needWithin(d, slackOf(streamIdle)) {
 		_ = c.nc.SetReadDeadline(d)
 	}

@@ -1,7 +1,6 @@
 package httpconn
 
 import (
-	"strconv"
 	"strings"
 	"time"
 
@@ -317,7 +316,7 @@ func appendVia(h *headerList, via string, buf []byte) []byte {
 
 // setNumber sets header name to n, formatted in buf, and returns buf.
 func setNumber(h *headerList, name string, n int64, buf []byte) []byte {
-	buf = strconv.AppendInt(buf[:0], n, 10)
+	buf = http1.AppendDecimal(buf[:0], n)
 	h.Set(name, view(buf))
 	return buf
 }

@@ -804,7 +804,9 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 				s.down.touch(now)
 			}
 		}
-		if errors.Is(err, io.EOF) {
+		// The body's reader returns io.EOF itself: compared first, it
+		// spares errors.Is's reflection on each response.
+		if err == io.EOF || err != nil && errors.Is(err, io.EOF) {
 			uc.Answered = true
 			break
 		}

@@ -67,6 +67,18 @@ func after(now time.Time, d time.Duration) time.Time {
 	return now.Add(d)
 }
 
+// shorterTimeout returns the shorter of two timeouts, 0 meaning none (as
+// after reads it): the one that fires first when both start together.
+func shorterTimeout(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0 || a < b:
+		return a
+	}
+	return b
+}
+
 // earliest returns the earlier of two deadlines, the zero time meaning
 // none.
 func earliest(a, b time.Time) time.Time {

@@ -128,3 +128,20 @@ func TestDeadlineNeedWithin(t *testing.T) {
 		})
 	}
 }
+
+// TestShorterTimeout checks that one deadline after the shorter timeout is
+// the earliest of the two deadlines counted from the same instant, 0 (or
+// less) meaning no timeout, as armWait relies on.
+func TestShorterTimeout(t *testing.T) {
+	now := time.Now()
+	ds := []time.Duration{-time.Second, 0, time.Millisecond, time.Second, time.Hour}
+	for _, a := range ds {
+		for _, b := range ds {
+			got := after(now, shorterTimeout(a, b))
+			want := earliest(after(now, a), after(now, b))
+			if !got.Equal(want) {
+				t.Errorf("shorterTimeout(%v, %v): deadline %v, want %v", a, b, got, want)
+			}
+		}
+	}
+}

@@ -95,7 +95,13 @@ func (h *Histogram) Record(v uint64) {
 	}
 	shards := *p // read the header once: the locks below are calls
 	n := uint32(len(shards))
-	i := rand.Uint32() & (n - 1)
+	var i uint32
+	if n > 1 {
+		// A random shard spreads the goroutines of several cores; with
+		// one shard (GOMAXPROCS 1) the draw would cost more than the
+		// record.
+		i = rand.Uint32() & (n - 1)
+	}
 	for range n {
 		sh := &shards[i]
 		if sh.mu.TryLock() {

@@ -19,7 +19,7 @@ func AppendStatusLine(dst []byte, v Version, status int) []byte {
 	} else {
 		dst = append(dst, "HTTP/1.1 "...)
 	}
-	dst = strconv.AppendInt(dst, int64(status), 10)
+	dst = AppendDecimal(dst, int64(status))
 	dst = append(dst, ' ')
 	dst = append(dst, StatusText(status)...)
 	return append(dst, "\r\n"...)
@@ -30,7 +30,7 @@ func AppendStatusLine(dst []byte, v Version, status int) []byte {
 // formatter forwards it with forward_reason_phrase).
 func AppendStatusLineReason(dst []byte, status int, reason []byte) []byte {
 	dst = append(dst, "HTTP/1.1 "...)
-	dst = strconv.AppendInt(dst, int64(status), 10)
+	dst = AppendDecimal(dst, int64(status))
 	dst = append(dst, ' ')
 	dst = append(dst, reason...)
 	return append(dst, "\r\n"...)
@@ -55,7 +55,7 @@ func AppendHeaderString(dst []byte, name, value string) []byte {
 // AppendContentLength appends "content-length: n\r\n".
 func AppendContentLength(dst []byte, n int64) []byte {
 	dst = append(dst, "content-length: "...)
-	dst = strconv.AppendInt(dst, n, 10)
+	dst = AppendDecimal(dst, n)
 	return append(dst, "\r\n"...)
 }
 
