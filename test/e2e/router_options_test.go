@@ -103,7 +103,7 @@ var _ = Describe("router strict_check_headers, respect_expected_rq_timeout, supp
 
 		status, _ = routerGet(port, "/plain", nil)
 		Expect(status).To(Equal(200))
-		Expect(statValue(s, "cluster.up.upstream_rq_completed")).To(Equal("2"))
+		Eventually(func() string { return statValue(s, "cluster.up.upstream_rq_completed") }).Should(Equal("2"))
 		Expect(statValue(s, "cluster.up.upstream_rq_200")).To(Equal("1"))
 		Expect(statValue(s, "cluster.up.upstream_rq_2xx")).To(Equal("1"))
 	})
