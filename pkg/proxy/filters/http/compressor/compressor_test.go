@@ -613,11 +613,11 @@ overrides:
 		t.Fatal(err)
 	}
 	for accept, want := range map[string]string{
-		"zstd":                "zstd",
-		"gzip":                "",
+		"zstd":                 "zstd",
+		"gzip":                 "",
 		"br;q=0.5, zstd;q=0.9": "zstd",
 		"br, zstd;q=0.2":       "br",
-		"*":                   "zstd",
+		"*":                    "zstd",
 	} {
 		s := httpfiltertest.NewStream("GET", "/", "accept-encoding", accept)
 		s.PerRoute = map[string][]httpfilter.RouteConfig{"gz": {rc}}
