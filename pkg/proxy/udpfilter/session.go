@@ -22,7 +22,10 @@ type SessionFilterConfig interface {
 // session read and write filters do. OnData runs on the datagrams from the
 // client, in the order of session_filters; OnWrite on the bytes from the
 // upstream host, in the reverse order (Envoy adds each write filter at the
-// front of the list). Neither runs concurrently with itself.
+// front of the list). OnData runs on the goroutine reading the listener
+// socket the client's datagrams arrive on, OnWrite on the session's
+// upstream reader: the two may run at once, so a filter keeps each
+// direction's state apart.
 type SessionFilter interface {
 	// OnData transforms one datagram from the client before it is sent
 	// upstream; ok false drops it (Envoy's StopIteration).
