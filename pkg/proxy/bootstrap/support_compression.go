@@ -33,6 +33,7 @@ var supportedCompression = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.compressor.v3.CompressorPerRoute.disabled":                                      {},
 	"envoy.extensions.filters.http.compressor.v3.CompressorPerRoute.overrides":                                     {},
 	"envoy.extensions.filters.http.compressor.v3.CompressorOverrides.response_direction_config":                    {},
+	"envoy.extensions.filters.http.compressor.v3.CompressorOverrides.compressor_library":                           {},
 	"envoy.extensions.filters.http.compressor.v3.ResponseDirectionOverrides.remove_accept_encoding_header":         {},
 	"envoy.config.core.v3.RuntimeFeatureFlag.default_value":                                                        {},
 	"envoy.config.core.v3.RuntimeFeatureFlag.runtime_key":                                                          {},

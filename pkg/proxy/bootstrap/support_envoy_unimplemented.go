@@ -21,6 +21,18 @@ var envoyUnimplemented = map[protoreflect.FullName]struct{}{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.represent_ipv4_remote_address_as_ipv4_mapped_ipv6": {},
 }
 
+// envoyUnimplementedDetail says more about some envoyUnimplemented
+// fields: what Envoy does instead.
+var envoyUnimplementedDetail = map[protoreflect.FullName]string{
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.path_normalization_options": ": " +
+		"PathNormalizationOptions (forwarding_transformation, http_filter_transformation) is hidden as not implemented in " +
+		"Envoy's API and no code of Envoy's connection manager reads it; normalize_path, merge_slashes and " +
+		"path_with_escaped_slashes_action are the path transformations Envoy applies, and Outrigger implements them",
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.represent_ipv4_remote_address_as_ipv4_mapped_ipv6": ": " +
+		"hidden as not implemented in Envoy's API and read by no code of Envoy's: x-forwarded-for and " +
+		"x-envoy-external-address carry an IPv4 remote address as IPv4 there, as in Outrigger",
+}
+
 // unsupportedReason is the refusal of a populated field missing from the
 // support tables.
 func unsupportedReason(name protoreflect.FullName) string {
@@ -34,7 +46,7 @@ func unsupportedReason(name protoreflect.FullName) string {
 		return why
 	}
 	if _, ok := envoyUnimplemented[name]; ok {
-		return "not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"
+		return "not implemented by Envoy either (not yet implemented there), so not supported by Outrigger" + envoyUnimplementedDetail[name]
 	}
 	return "not supported by Outrigger"
 }

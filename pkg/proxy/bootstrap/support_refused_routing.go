@@ -11,7 +11,8 @@ const notInEnvoy = "not implemented by Envoy either (not yet implemented there),
 // ENVOY_ENABLE_UHV is defined. The checks envoy_default would configure
 // are the connection manager's own options here.
 const notInEnvoyUHV = notInEnvoy + " (Envoy's header validators are compiled out of its builds unless ENVOY_ENABLE_UHV " +
-	"is defined); normalize_path, merge_slashes, path_with_escaped_slashes_action, headers_with_underscores_action " +
+	"is defined, and its release binaries refuse the field: \"This Envoy binary does not support header validator " +
+	"extensions\"); normalize_path, merge_slashes, path_with_escaped_slashes_action, headers_with_underscores_action " +
 	"and allow_chunked_length configure the same checks"
 
 // droppedByConversion refuses the fields of a core RetryPolicy that
@@ -43,7 +44,8 @@ var refusedRouting = map[protoreflect.FullName]string{
 	"envoy.config.core.v3.RetryPolicy.retry_priority":                    droppedByConversion,
 	"envoy.config.core.v3.RetryPolicy.host_selection_retry_max_attempts": droppedByConversion,
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.SetCurrentClientCertDetails.format": "not supported by Outrigger yet: " +
-		"x-forwarded-client-cert is written in its text format only",
+		"x-forwarded-client-cert is written in its text format only (TEXT, the default); the JSON format Envoy added in 2026 " +
+		"is not implemented, its layout was not available to check Outrigger's output against",
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.outlier_detection": "not supported by Outrigger yet: " +
 		"outlier detection counts the 5xx responses of a cluster's hosts; an error_matcher deciding which responses " +
 		"count instead is not implemented",

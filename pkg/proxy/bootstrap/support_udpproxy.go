@@ -8,7 +8,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // listener address's protocol may say UDP (support_table.go). Not
 // implemented, so refused with their path: udp_listener_config's
 // quic_options and udp_packet_packet_writer_config; in the udp_proxy,
-// session_filters, tunneling_config and
+// session_filters' config_discovery, tunneling_config and
 // access_log_options.flush_access_log_on_tunnel_connected. prefer_gro is accepted only as false (the filter and
 // the listener refuse true).
 var supportedUDPProxy = map[protoreflect.FullName]fieldSupport{
@@ -31,4 +31,9 @@ var supportedUDPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.udp.udp_proxy.v3.Route.cluster":                                                {},
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.access_log_options":                            {},
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpAccessLogOptions.access_log_flush_interval": {},
+	// session_filters: inline filters of envoy.filters.udp.session
+	// (config_discovery is not listed).
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.session_filters":            {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.SessionFilter.name":         {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.SessionFilter.typed_config": {category: "envoy.filters.udp.session", byName: true},
 }

@@ -278,7 +278,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"hcm field": {
 			overlay: okHCM(", represent_ipv4_remote_address_as_ipv4_mapped_ipv6: true"),
-			want:    []string{extraHCM + ".represent_ipv4_remote_address_as_ipv4_mapped_ipv6: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"},
+			want:    []string{extraHCM + ".represent_ipv4_remote_address_as_ipv4_mapped_ipv6: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger: hidden as not implemented in Envoy's API and read by no code of Envoy's: x-forwarded-for and x-envoy-external-address carry an IPv4 remote address as IPv4 there, as in Outrigger"},
 		},
 		"codec http3": {
 			overlay: okHCM(", codec_type: HTTP3"),

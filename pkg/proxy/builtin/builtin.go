@@ -86,6 +86,7 @@ import (
 	sniclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_cluster/v3"
 	snidfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_dynamic_forward_proxy/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	udpcapsulev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/session/http_capsule/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 	celfmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/cel/v3"
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
@@ -224,6 +225,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snidynamicforwardproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/rbacengine"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/session/httpcapsule"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/udpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck/eventsink"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/injectedcredentials"
@@ -387,6 +389,7 @@ func Registry() *extension.Registry {
 		extension.Of(tcpproxy.Name, NetworkFilters, &tcpproxyv3.TcpProxy{}, tcpproxy.Factory{}),
 
 		extension.Of(udpproxy.Name, udpfilter.Category, &udpproxyv3.UdpProxyConfig{}, udpproxy.Factory{}),
+		extension.Of(httpcapsule.Name, udpfilter.SessionCategory, &udpcapsulev3.FilterConfig{}, httpcapsule.Factory{}),
 
 		extension.Of(sessioncookie.Name, sessionstate.Category, &sessioncookiev3.CookieBasedSessionState{}, sessioncookie.Factory{}),
 		extension.Of(sessionenvelope.Name, sessionstate.Category, &sessionenvelopev3.EnvelopeSessionState{}, sessionenvelope.Factory{}),

@@ -45,11 +45,13 @@ func (s *Server) buildUDPFilter(f *listenerv3.ListenerFilter) (udpfilter.Filter,
 		return nil, fmt.Errorf("typed_config: UDP listener filter %s is not supported by Outrigger", ext.Name)
 	}
 	uf, err := factory.Compile(msg, udpfilter.Context{
-		Stats:      s.stats,
-		Log:        s.logs.Logger("udp"),
-		Clusters:   udpClusters{m: s.clusters},
-		AccessLogs: s.compileAccessLogs,
-		Now:        s.clock,
+		Stats:        s.stats,
+		Log:          s.logs.Logger("udp"),
+		Clusters:     udpClusters{m: s.clusters},
+		AccessLogs:   s.compileAccessLogs,
+		Now:          s.clock,
+		Extensions:   s.ext,
+		LookupByName: extension.LookupByName(runtimeValues{s.runtime}),
 	})
 	if err != nil {
 		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)

@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -46,6 +47,12 @@ type Context struct {
 	AccessLogs func(prefix string, cfgs []*accesslogv3.AccessLog) (netfilter.AccessLogger, error)
 	// Now is the clock of recorded times; nil means time.Now.
 	Now func() time.Time
+	// Extensions is the server's extension registry, in which the UDP
+	// proxy finds its session filters; nil when there is none.
+	Extensions *extension.Registry
+	// LookupByName reports whether extensions may be found by name (see
+	// extension.LookupByName).
+	LookupByName bool
 }
 
 // Datagram is one datagram a UDP listener received.

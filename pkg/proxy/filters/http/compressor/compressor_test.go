@@ -495,3 +495,178 @@ response_direction_config:
 		t.Errorf("x-envoy-compression-status %q without status_header_enabled", v)
 	}
 }
+
+// routeLibrary compiles a CompressorPerRoute whose overrides name a
+// library of their own.
+func routeLibrary(t *testing.T, y string) (httpfilter.RouteConfig, error) {
+	t.Helper()
+	var pr compressorv3.CompressorPerRoute
+	fromYAML(t, y, &pr)
+	return Factory{}.CompileRoute(&pr, httpfilter.Context{Extensions: libraries(t), LookupByName: true})
+}
+
+func TestPerRouteLibrary(t *testing.T) {
+	st := stats.NewStore()
+	c, err := compile(t, st, "gz", gzipYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := routeLibrary(t, `
+overrides:
+  compressor_library:
+    name: br-route
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.compression.brotli.compressor.v3.Brotli
+      quality: 4
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(accept string) (*httpfiltertest.Stream, []byte) {
+		s := httpfiltertest.NewStream("GET", "/", "accept-encoding", accept)
+		s.PerRoute = map[string][]httpfilter.RouteConfig{"gz": {rc}}
+		f := c.NewFilter().(*filter)
+		f.DecodeHeaders(s)
+		s.Status, s.RespHeaders = 200, httpfiltertest.NewHeaders("content-type", "text/html")
+		s.RespBodyLen, s.RespHasBody = int64(len(body)), true
+		f.EncodeHeaders(s)
+		out, _, err := s.EncodeBody(nil, body[:100], body[100:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.OnDestroy()
+		return s, out
+	}
+	// The route offers brotli in place of the filter's gzip.
+	s, out := run("br")
+	if got, _ := s.RespHeaders.Get("content-encoding"); got != "br" {
+		t.Fatalf("Accept-Encoding br on the route: content-encoding %q, want br", got)
+	}
+	if dec := decode(t, "br", out); !bytes.Equal(dec, body) {
+		t.Error("the route's brotli body does not decode to the original")
+	}
+	// gzip is no longer offered on that route.
+	s, out = run("gzip")
+	if got, ok := s.RespHeaders.Get("content-encoding"); ok {
+		t.Errorf("Accept-Encoding gzip on a brotli route: content-encoding %q, want none", got)
+	}
+	if !bytes.Equal(out, body) {
+		t.Error("an uncompressed response's body changed")
+	}
+	// The filter's stats still count the route's responses.
+	if n := st.Counter("http.in.compressor.text.gzip.response.compressed").Value(); n != 1 {
+		t.Errorf("response.compressed = %d, want 1", n)
+	}
+	// Without a response_direction_config, the route's library does not
+	// enable compression the filter's runtime flag has off.
+	off, err := compile(t, st, "off", `
+compressor_library:
+  name: text
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip
+response_direction_config:
+  common_config:
+    enabled: {default_value: false, runtime_key: off_key}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := httpfiltertest.NewStream("GET", "/", "accept-encoding", "br")
+	s2.PerRoute = map[string][]httpfilter.RouteConfig{"off": {rc}}
+	f := off.NewFilter().(*filter)
+	f.DecodeHeaders(s2)
+	s2.Status, s2.RespHeaders = 200, httpfiltertest.NewHeaders("content-type", "text/html")
+	s2.RespBodyLen, s2.RespHasBody = int64(len(body)), true
+	f.EncodeHeaders(s2)
+	if got, ok := s2.RespHeaders.Get("content-encoding"); ok {
+		t.Errorf("a disabled filter compressed with the route's library: %q", got)
+	}
+}
+
+func TestPerRouteLibraryInChain(t *testing.T) {
+	// Two compressor filters, gzip and brotli; the route gives the gzip
+	// one zstd. Accept-Encoding decides among zstd and br.
+	st := stats.NewStore()
+	gz, err := compile(t, st, "gz", gzipYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := compile(t, st, "br", `
+compressor_library:
+  name: br
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.compression.brotli.compressor.v3.Brotli
+response_direction_config: {}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := routeLibrary(t, `
+overrides:
+  response_direction_config: {}
+  compressor_library:
+    name: z
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.compression.zstd.compressor.v3.Zstd
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for accept, want := range map[string]string{
+		"zstd":                 "zstd",
+		"gzip":                 "",
+		"br;q=0.5, zstd;q=0.9": "zstd",
+		"br, zstd;q=0.2":       "br",
+		"*":                    "zstd",
+	} {
+		s := httpfiltertest.NewStream("GET", "/", "accept-encoding", accept)
+		s.PerRoute = map[string][]httpfilter.RouteConfig{"gz": {rc}}
+		fs := []*filter{gz.NewFilter().(*filter), br.NewFilter().(*filter)}
+		for _, f := range fs {
+			f.DecodeHeaders(s)
+		}
+		s.Status, s.RespHeaders = 200, httpfiltertest.NewHeaders("content-type", "application/json")
+		s.RespBodyLen, s.RespHasBody = int64(len(body)), true
+		for i := len(fs) - 1; i >= 0; i-- {
+			fs[i].EncodeHeaders(s)
+		}
+		out, _, err := s.EncodeBody(nil, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.RespHeaders.Get("content-encoding")
+		if got != want {
+			t.Errorf("Accept-Encoding %q: content-encoding %q, want %q", accept, got, want)
+		} else if dec := decode(t, got, out); !bytes.Equal(dec, body) {
+			t.Errorf("Accept-Encoding %q: the body does not decode to the original", accept)
+		}
+		for _, f := range fs {
+			f.OnDestroy()
+		}
+	}
+}
+
+func TestPerRouteLibraryRefused(t *testing.T) {
+	for want, y := range map[string]string{
+		"overrides.compressor_library.typed_config: compressor library type envoy.extensions.compression.gzip.decompressor.v3.Gzip is not supported": `
+overrides:
+  compressor_library:
+    name: wrong
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.compression.gzip.decompressor.v3.Gzip
+`,
+		"overrides.compressor_library.typed_config.dictionary": `
+overrides:
+  compressor_library:
+    name: t
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.compression.zstd.compressor.v3.Zstd
+      dictionary: {inline_string: abc}
+`,
+	} {
+		_, err := routeLibrary(t, y)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want an error containing %q", err, want)
+		}
+	}
+}

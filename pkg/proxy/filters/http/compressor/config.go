@@ -274,10 +274,16 @@ type routeConfig struct {
 	enabled, hasEnabled bool
 	// removeAcceptEncoding, when set, overrides the filter's.
 	removeAcceptEncoding, hasRemove bool
+	// library, when set, is overrides.compressor_library: the route's
+	// compressor replaces the filter's, with its content-encoding
+	// (encoding), in both directions and in the choice among the
+	// chain's compressors.
+	library  compression.CompressorConfig
+	encoding string
 }
 
 // CompileRoute implements httpfilter.RouteFactory.
-func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfilter.RouteConfig, error) {
+func (Factory) CompileRoute(config proto.Message, ctx httpfilter.Context) (httpfilter.RouteConfig, error) {
 	p, ok := config.(*compressorv3.CompressorPerRoute)
 	if !ok {
 		return nil, errors.New("not a CompressorPerRoute configuration")
@@ -290,8 +296,12 @@ func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfil
 		}
 		rc.hasEnabled = true
 	case *compressorv3.CompressorPerRoute_Overrides:
-		if o.Overrides.GetCompressorLibrary() != nil {
-			return nil, errors.New("overrides.compressor_library: not supported by Outrigger")
+		if tec := o.Overrides.GetCompressorLibrary(); tec != nil {
+			lib, err := compileLibrary(tec, ctx)
+			if err != nil {
+				return nil, fmt.Errorf("overrides.%w", err)
+			}
+			rc.library, rc.encoding = lib, lib.ContentEncoding()
 		}
 		if rdc := o.Overrides.GetResponseDirectionConfig(); rdc != nil {
 			rc.enabled, rc.hasEnabled = true, true

@@ -34,12 +34,20 @@ var (
 type chainKey struct{}
 
 // chainState is what the compressor filters of one request share, as
-// Envoy's per-stream filter state: the configurations of the filters in
-// the chain, in order, and the encoding they chose.
+// Envoy's per-stream filter state: the filters of the chain, in order,
+// and the encoding they chose.
 type chainState struct {
-	configs  []*filterConfig
+	entries  []chainEntry
 	decided  bool
 	decision decision
+}
+
+// chainEntry is one compressor filter of the chain: its configuration
+// and the content-encoding it offers on this request's route (its
+// library's, or the route's overrides.compressor_library's).
+type chainEntry struct {
+	cfg      *filterConfig
+	encoding string
 }
 
 // DecodeHeaders implements httpfilter.Decoder.
@@ -54,21 +62,38 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		h.Del("accept-encoding")
 	}
 	f.chain = s.StreamState(chainKey{}, func() any { return &chainState{} }).(*chainState)
-	f.chain.configs = append(f.chain.configs, c)
+	f.chain.entries = append(f.chain.entries, chainEntry{cfg: c, encoding: f.encoding()})
 
 	n, hasBody := s.RequestBody()
 	rq := &c.request
 	if hasBody && c.hasRequest && rq.enabled() && rq.minimumLength(n) &&
 		rq.typeAllowed(h.Get("content-type")) && !has(h, "content-encoding") {
-		h.Set("content-encoding", c.encoding)
+		h.Set("content-encoding", f.encoding())
 		rq.compressed.Inc()
-		f.req = c.library.NewCompressor()
+		f.req = f.library().NewCompressor()
 		f.reqData = requestData{f: f}
 		s.TransformRequestBody(&f.reqData)
 	} else {
 		rq.notCompressed.Inc()
 	}
 	return httpfilter.Continue
+}
+
+// library is the compressor library of this request: the route's
+// overrides.compressor_library, else the filter's.
+func (f *filter) library() compression.CompressorConfig {
+	if f.perRoute != nil && f.perRoute.library != nil {
+		return f.perRoute.library
+	}
+	return f.cfg.library
+}
+
+// encoding is the content-encoding of library().
+func (f *filter) encoding() string {
+	if f.perRoute != nil && f.perRoute.library != nil {
+		return f.perRoute.encoding
+	}
+	return f.cfg.encoding
 }
 
 // responseEnabled reports whether responses are compressed: the route's
@@ -116,7 +141,7 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	if hasBody && f.acceptEncodingAllowed(bigEnough, h) && compressible {
 		if c.statusHeader {
-			status := c.encoding + ";Compressed"
+			status := f.encoding() + ";Compressed"
 			// The response's content-length, which the connection
 			// manager keeps as the body's known length (-1: none).
 			if n >= 0 {
@@ -125,14 +150,14 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 			appendStatus(h, status)
 		}
 		f.sanitizeEtag(h)
-		h.Set("content-encoding", c.encoding)
+		h.Set("content-encoding", f.encoding())
 		rd.compressed.Inc()
-		f.resp = c.library.NewCompressor()
+		f.resp = f.library().NewCompressor()
 		s.TransformResponseBody(f)
 	} else {
 		rd.notCompressed.Inc()
 		if c.statusHeader && skipped != "" {
-			appendStatus(h, c.encoding+";"+skipped)
+			appendStatus(h, f.encoding()+";"+skipped)
 		}
 	}
 	if compressible {

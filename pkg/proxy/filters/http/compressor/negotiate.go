@@ -48,14 +48,14 @@ func (f *filter) acceptEncodingAllowed(maybe bool, h headers) bool {
 	if f.chain == nil {
 		// The filter saw no request head (a local reply before it):
 		// it decides alone.
-		f.chain = &chainState{configs: []*filterConfig{c}}
+		f.chain = &chainState{entries: []chainEntry{{cfg: c, encoding: f.encoding()}}}
 	}
 	if !f.chain.decided {
 		f.chain.decision = f.chooseEncoding(h)
 		f.chain.decided = true
 	}
 	d := f.chain.decision
-	use := strings.EqualFold(c.encoding, d.encoding)
+	use := strings.EqualFold(f.encoding(), d.encoding)
 	switch d.stat {
 	case statCompressor:
 		if use {
@@ -89,12 +89,12 @@ func (f *filter) chooseEncoding(h headers) decision {
 	ct, hasCT := h.Get("content-type")
 	mt := mediaType(ct)
 	comps := map[string]allowed{}
-	for _, c := range f.chain.configs {
-		if hasCT && mt != "" && !c.response.allows(ct) {
+	for _, e := range f.chain.entries {
+		if hasCT && mt != "" && !e.cfg.response.allows(ct) {
 			continue
 		}
-		if _, ok := comps[c.encoding]; !ok {
-			comps[c.encoding] = allowed{order: len(comps), chooseFirst: c.chooseFirst}
+		if _, ok := comps[e.encoding]; !ok {
+			comps[e.encoding] = allowed{order: len(comps), chooseFirst: e.cfg.chooseFirst}
 		}
 	}
 	type pair struct {

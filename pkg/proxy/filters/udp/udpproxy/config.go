@@ -58,6 +58,9 @@ type config struct {
 	// originalSrc is use_original_src_ip: the upstream sockets send from
 	// the client's IP address.
 	originalSrc bool
+	// sessionFilters are session_filters, compiled: each session gets
+	// its own filter of each.
+	sessionFilters []udpfilter.SessionFilterConfig
 }
 
 // hashPolicy is Envoy's UDP hash policy: the downstream's IP, or a fixed
@@ -88,6 +91,9 @@ func (Factory) Compile(msg proto.Message, ctx udpfilter.Context) (udpfilter.Filt
 	}
 	c, err := compile(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if c.sessionFilters, err = compileSessionFilters(ctx, cfg.GetSessionFilters()); err != nil {
 		return nil, err
 	}
 	logs, err := compileLogs(ctx, "access_log", cfg.GetAccessLog())
@@ -189,7 +195,6 @@ func compile(cfg *udpproxyv3.UdpProxyConfig) (*config, error) {
 		}
 		c.originalSrc = true
 	}
-	refuse(len(cfg.GetSessionFilters()) > 0, "session_filters", "not implemented yet: the UDP proxy has no session filter chain")
 	refuse(cfg.GetTunnelingConfig() != nil, "tunneling_config", "not implemented yet: no CONNECT-UDP (RFC 9298) tunnels")
 	if o := cfg.GetAccessLogOptions(); o != nil {
 		if d := o.GetAccessLogFlushInterval(); d != nil {

@@ -28,7 +28,6 @@ func TestCompileRefusesByPath(t *testing.T) {
 		"no route":             {`{"stat_prefix": "p"}`, "route_specifier: matcher"},
 		"no stat prefix":       {`{"cluster": "c"}`, "stat_prefix: required"},
 		"tunnel":               {`{"stat_prefix": "p", "cluster": "c", "tunneling_config": {"proxy_host": "h"}}`, "tunneling_config: not supported"},
-		"session filters":      {`{"stat_prefix": "p", "cluster": "c", "session_filters": [{"name": "f"}]}`, "session_filters: not supported"},
 		"gro":                  {`{"stat_prefix": "p", "cluster": "c", "upstream_socket_config": {"prefer_gro": true}}`, "upstream_socket_config.prefer_gro: not supported"},
 		"datagram size":        {`{"stat_prefix": "p", "cluster": "c", "upstream_socket_config": {"max_rx_datagram_size": 70000}}`, "upstream_socket_config.max_rx_datagram_size: must be between"},
 		"zero idle":            {`{"stat_prefix": "p", "cluster": "c", "idle_timeout": "0s"}`, "idle_timeout: must be greater than 0"},

@@ -37,6 +37,8 @@ type session struct {
 	// up is the session's connected upstream socket; nil when it could
 	// not be made (every datagram upstream then fails).
 	up *net.UDPConn
+	// filters are the session's session_filters.
+	filters []udpfilter.SessionFilter
 
 	// The session's own counts, for its access log entry.
 	rxBytes, txBytes         atomic.Uint64
@@ -72,6 +74,7 @@ func (p *Proxy) newSession(cl udpfilter.Cluster, key sessionKey, h *upstream.Hos
 	s := &session{
 		p: p, key: key, cluster: cl, cs: p.clusterStats(cl), host: h, down: down,
 		hostsVersion: version, id: p.ids.Add(1), start: p.now(), mono: time.Now(),
+		filters: p.newSessionFilters(),
 	}
 	if ap, err := netip.ParseAddrPort(h.Address); err == nil {
 		// Connected, as Envoy connects its upstream sockets: the kernel
@@ -166,6 +169,14 @@ func (s *session) fromDownstream(b []byte) {
 	p.stats.rxBytes.Add(n)
 	p.stats.rxDatagrams.Inc()
 	s.touch()
+	if s.filters != nil {
+		var ok bool
+		if b, ok = s.filterDown(b); !ok {
+			return
+		}
+		// The cluster counts what it is sent.
+		n = uint64(len(b))
+	}
 	if s.up == nil {
 		s.cs.txErrors.Inc()
 		return
@@ -202,7 +213,13 @@ func (s *session) readUpstream() {
 		s.cs.rxDatagrams.Inc()
 		s.cs.rxBytesTotal.Add(uint64(n))
 		s.touch()
-		s.toDownstream(buf[:n])
+		if s.filters == nil {
+			s.toDownstream(buf[:n])
+			continue
+		}
+		for _, d := range s.filterUp(buf[:n]) {
+			s.toDownstream(d)
+		}
 	}
 }
 
