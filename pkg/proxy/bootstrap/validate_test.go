@@ -250,8 +250,8 @@ func TestValidateSupport(t *testing.T) {
 		"rbac fields not implemented": {
 			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r, rules: {policies: {p: {permissions: [{matcher: {name: t, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}], principals: [{filter_state: {key: k, string_match: {exact: v}}}], cel_config: {}}}, audit_logging_options: {}}}}`),
 			want: []string{
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].matcher: not supported by Outrigger`,
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.audit_logging_options: not supported by Outrigger`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].matcher: not supported by Outrigger: Envoy's only permission matcher, envoy.rbac.matchers.upstream_ip_port, matches the upstream address`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.audit_logging_options: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger: Envoy's RBAC filters never call an audit logger`,
 			},
 		},
 		"tcp_proxy fields not implemented": {

@@ -85,13 +85,13 @@ type config struct {
 	bearerCookie, hmacCookie, expiresCookie, idCookie, refreshCookie,
 	nonceCookie, verifierCookie cookieSettings
 
-	forwardBearer, preserveAuthorization                    bool
+	forwardBearer, preserveAuthorization bool
 	// forwardID is forward_id_token's header, lower case ("" when
 	// unset); the ID token goes there raw, or as a Bearer credential
 	// when it is authorization.
 	forwardID string
 	// chunking is token_cookie_chunking (nil: tokens in single cookies).
-	chunking *chunking
+	chunking                                                *chunking
 	useRefreshToken                                         bool
 	disableIDCookie, disableAccessCookie, disableRefresh    bool
 	disableEncryption, accessExpiryForID                    bool
