@@ -40,4 +40,11 @@ var refusedWhy = map[protoreflect.FullName]string{
 		"envoy.rbac.matchers.upstream_ip_port, matches the upstream address a dynamic forward proxy filter saved in " +
 		"filter state envoy.stream.upstream_address (save_upstream_address); Outrigger keeps no such filter state, and " +
 		"the upstream host is otherwise chosen after the RBAC filter runs, so it could never match",
+	"envoy.extensions.filters.http.lua.v3.Lua.shared_vm_id":         luaSharedVMRefused,
+	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.shared_vm_id": luaSharedVMRefused,
 }
+
+// luaSharedVMRefused says why the Lua filter's shared_vm_id is refused.
+const luaSharedVMRefused = "not supported by Outrigger yet: Envoy then shares the Lua VMs of every configuration " +
+	"with the same id and script, so that their scripts see each other's globals; Outrigger's Lua states belong to " +
+	"one filter configuration (no registry outlives it), so the globals would not be shared"
