@@ -34,7 +34,8 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.metadata_namespace": {},
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.allow_overwrite":    {},
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.value":              {},
-	"envoy.extensions.filters.http.set_metadata.v3.Metadata.typed_value":        {},
+	// A value for the typed metadata, of any type.
+	"envoy.extensions.filters.http.set_metadata.v3.Metadata.typed_value": {data: true},
 
 	// envoy.filters.http.header_to_metadata (a cookie on response rules
 	// is refused by the filter).
