@@ -226,9 +226,9 @@ var _ = Describe("The set metadata filter", func() {
 		Expect(httpStat(sc, "http.web.set_metadata.overwrite_denied")).To(Equal("1"))
 	})
 
-	It("refuses typed metadata, with the field path", func() {
+	It("refuses a metadata entry with both value and typed_value, with the field path", func() {
 		r, _ := validate("b.yaml", tailLogSpec(freePort(), "["+httpFilter("envoy.filters.http.set_metadata", setMetadataType,
-			`{metadata: [{metadata_namespace: a, typed_value: {"@type": type.googleapis.com/google.protobuf.Empty}}]}`)+"]", "x"))
+			`{metadata: [{metadata_namespace: a, value: {a: b}, typed_value: {"@type": type.googleapis.com/google.protobuf.Empty}}]}`)+"]", "x"))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("typed_value"))
 	})

@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
@@ -18,6 +22,7 @@ import (
 	"time"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	jose "github.com/go-jose/go-jose/v4"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -49,6 +54,16 @@ type oauthProvider struct {
 	tokenForms       []url.Values
 	tokenAuth        []string
 	issued           int
+
+	// assertionKey, when set, authenticates clients by their
+	// PRIVATE_KEY_JWT assertion, verified with it, instead of the secret;
+	// assertionAud is the audience it must name.
+	assertionKey any
+	assertionAud string
+	// busy answers that many token requests 503 before serving any.
+	busy atomic.Int32
+	// accessPad lengthens the access tokens by that many characters.
+	accessPad int
 }
 
 // codeGrant is what an authorization code was issued for.
@@ -108,9 +123,21 @@ func (p *oauthProvider) token(w http.ResponseWriter, r *http.Request) {
 	defer p.mu.Unlock()
 	p.tokenForms = append(p.tokenForms, f)
 	p.tokenAuth = append(p.tokenAuth, r.Header.Get("Authorization"))
+	if p.busy.Load() > 0 {
+		p.busy.Add(-1)
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	}
 	id, secret, basic := r.BasicAuth()
 	if !basic {
 		id, secret = f.Get("client_id"), f.Get("client_secret")
+	}
+	if p.assertionKey != nil {
+		// RFC 7523: the assertion authenticates the client.
+		secret = p.clientSecret
+		if err := p.checkAssertion(f); err != nil {
+			id = "unauthenticated: " + err.Error()
+		}
 	}
 	if id != p.clientID || secret != p.clientSecret {
 		w.WriteHeader(http.StatusUnauthorized)
@@ -142,10 +169,38 @@ func (p *oauthProvider) token(w http.ResponseWriter, r *http.Request) {
 	p.refreshes[refresh] = true
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"access_token": fmt.Sprintf("at-%d", p.issued), "token_type": "Bearer",
+		"access_token": fmt.Sprintf("at-%d", p.issued) + strings.Repeat("x", p.accessPad), "token_type": "Bearer",
 		"id_token": fmt.Sprintf("id-%d", p.issued), "refresh_token": refresh,
 		"expires_in": p.expiresIn.Load(),
 	})
+}
+
+// checkAssertion verifies a token request's client assertion: its type,
+// its signature with assertionKey, and its claims (RFC 7523 section 3).
+func (p *oauthProvider) checkAssertion(f url.Values) error {
+	if f.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
+		return fmt.Errorf("client_assertion_type %q", f.Get("client_assertion_type"))
+	}
+	sig, err := jose.ParseSigned(f.Get("client_assertion"), []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
+	if err != nil {
+		return err
+	}
+	raw, err := sig.Verify(p.assertionKey)
+	if err != nil {
+		return err
+	}
+	var c struct {
+		Iss, Sub, Aud, Jti string
+		Exp, Iat           int64
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	now := time.Now().Unix()
+	if c.Iss != p.clientID || c.Sub != p.clientID || c.Aud != p.assertionAud || c.Jti == "" || c.Iat > now+5 || c.Exp < now || c.Exp != c.Iat+60 {
+		return fmt.Errorf("claims %s", raw)
+	}
+	return nil
 }
 
 // revokeAll makes every refresh token issued so far invalid.
@@ -536,9 +591,10 @@ resources:
 		r, _ := validate("ok.yaml", cfg("", "token"))
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
 		for extra, want := range map[string]string{
-			`, retry_policy: {num_retries: 2}`:                                  "retry_policy",
-			`, auth_type: PRIVATE_KEY_JWT`:                                      "auth_type",
-			`, token_cookie_chunking: {}`:                                       "token_cookie_chunking",
+			`, retry_policy: {retry_on: 5xx}`:                                   "config.retry_policy.retry_on: not supported by Outrigger for the token endpoint",
+			`, auth_type: PRIVATE_KEY_JWT`:                                      "config.credentials.token_secret: failed to parse the private key PEM for JWT signing",
+			`, token_cookie_chunking: {max_cookie_size: 100}`:                   "max_cookie_size",
+			`, forward_id_token: {header: ":path"}`:                             "forward_id_token.header",
 			`, forward_bearer_token: true, preserve_authorization_header: true`: "preserve_authorization_header: invalid combination of forward_bearer_token and preserve_authorization_header",
 			`, end_session_endpoint: "https://idp.example/logout"`:              "end session endpoint is only supported for OpenID Connect",
 		} {
@@ -549,5 +605,86 @@ resources:
 		r, _ = validate("bad.yaml", cfg("", "nope"))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("config.credentials.token_secret.name: Unknown static secret: nope"))
+	})
+
+	It("signs its token requests with a private key (PRIVATE_KEY_JWT), retries a busy token endpoint, forwards the ID token and chunks a large access token's cookie", func() {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		Expect(err).NotTo(HaveOccurred())
+		der, err := x509.MarshalECPrivateKey(key)
+		Expect(err).NotTo(HaveOccurred())
+		keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+		idp := newOAuthProvider()
+		idp.assertionKey, idp.assertionAud = &key.PublicKey, "http://idp.example/token"
+		idp.accessPad = 6000
+		idpPort := portNum(httpTestUpstream(idp, false))
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "id=%q auth=%d", r.Header.Values("X-Id-Token"), len(r.Header.Get("Authorization")))
+		}), false))
+		port := freePort()
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		keyJSON, err := json.Marshal(keyPEM)
+		Expect(err).NotTo(HaveOccurred())
+		config := proxySpec{
+			Port: port,
+			HCM:  `{stat_prefix: edge}`,
+			Filters: `[` + httpFilter("oauth", oauth2Type, `{config: {token_endpoint: {cluster: idp, uri: "http://idp.example/token", timeout: 5s},
+				authorization_endpoint: "`+fmt.Sprintf("http://127.0.0.1:%d/authorize", idpPort)+`",
+				redirect_uri: "http://%REQ(:authority)%/callback",
+				redirect_path_matcher: {path: {exact: /callback}}, signout_path: {path: {exact: /signout}},
+				credentials: {client_id: app, token_secret: {name: key}, hmac_secret: {name: hmac}},
+				auth_type: PRIVATE_KEY_JWT, private_key_jwt_config: {signing_algorithm: ES256},
+				retry_policy: {num_retries: 2, retry_back_off: {base_interval: 0.01s, max_interval: 2s}},
+				forward_bearer_token: true, forward_id_token: {header: x-id-token},
+				token_cookie_chunking: {}}}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: up}, {Name: "idp", Port: idpPort}},
+			Top: `{static_resources: {secrets: [
+				{name: key, generic_secret: {secret: {inline_string: ` + string(keyJSON) + `}}},
+				{name: hmac, generic_secret: {secret: {inline_string: "a-long-hmac-key"}}}]}}`,
+		}.YAML()
+		Start(newDir(), config)
+
+		By("the login's code exchange is tried again past two 503s and authenticates with a verified client assertion")
+		idp.busy.Store(2)
+		jar := newLoopbackJar()
+		// The browser that logs in sees every answer, to check the
+		// cookies' sizes.
+		var setCookies []string
+		browser := &http.Client{Timeout: 10 * time.Second, Jar: jar, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			setCookies = append(setCookies, req.Response.Header.Values("Set-Cookie")...)
+			return nil
+		}}
+		r := httpDo(browser, "GET", base+"/app", nil, http.Header{"X-Id-Token": {"forged"}})
+		Expect(r.Status).To(Equal(200), r.Body)
+		Expect(idp.busy.Load()).To(BeZero())
+		idp.mu.Lock()
+		tries := len(idp.tokenForms)
+		idp.mu.Unlock()
+		Expect(tries).To(Equal(3))
+		form, _ := idp.lastToken()
+		Expect(form.Has("client_secret")).To(BeFalse())
+		Expect(form.Get("client_assertion")).NotTo(BeEmpty())
+
+		By("the upstream gets the ID token in x-id-token (not the client's) and the 6000-byte access token")
+		Expect(r.Body).To(Equal(fmt.Sprintf(`id=["id-1"] auth=%d`, len("Bearer at-1")+6000)))
+
+		By("the access token's cookie came in chunks of at most 4096 bytes, which the next request joins")
+		Expect(jar.cookieNames(base)).To(ContainElements("BearerToken_0", "BearerToken_1", "BearerToken_chunks", "IdToken", "OauthHMAC"))
+		Expect(jar.cookieNames(base)).NotTo(ContainElement("BearerToken"))
+		Expect(setCookies).NotTo(BeEmpty())
+		for _, c := range setCookies {
+			Expect(len(c)).To(BeNumerically("<=", 4096), c[:40])
+		}
+		r = httpDo(browser, "GET", base+"/again", nil, http.Header{"X-Id-Token": {"forged"}})
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(Equal(fmt.Sprintf(`id=["id-1"] auth=%d`, len("Bearer at-1")+6000)))
+		idp.mu.Lock()
+		Expect(idp.tokenForms).To(HaveLen(3))
+		idp.mu.Unlock()
+
+		By("a token endpoint busy beyond the retries ends the login with 401")
+		idp.busy.Store(3)
+		r = httpDo(&http.Client{Timeout: 10 * time.Second, Jar: newLoopbackJar()}, "GET", base+"/app", nil, nil)
+		Expect(r.Status).To(Equal(401))
+		Expect(idp.busy.Load()).To(BeZero())
 	})
 })

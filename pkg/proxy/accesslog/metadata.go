@@ -2,12 +2,14 @@ package accesslog
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -237,5 +239,20 @@ func MergeMetadata(md *corev3.Metadata, namespace string, fields *structpb.Struc
 		merged.Fields[k] = v
 	}
 	md.FilterMetadata[namespace] = merged
+	return md
+}
+
+// SetTypedMetadata puts value at namespace of md's typed_filter_metadata
+// (replacing what was there: an Any does not merge), allocating md and
+// the map as needed. The map is copied first: a stream's metadata may
+// share it with its connection's.
+func SetTypedMetadata(md *corev3.Metadata, namespace string, value *anypb.Any) *corev3.Metadata {
+	if md == nil {
+		md = &corev3.Metadata{}
+	}
+	typed := make(map[string]*anypb.Any, len(md.GetTypedFilterMetadata())+1)
+	maps.Copy(typed, md.GetTypedFilterMetadata())
+	typed[namespace] = value
+	md.TypedFilterMetadata = typed
 	return md
 }

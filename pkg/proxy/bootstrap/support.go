@@ -157,6 +157,8 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 			c.clusterSpecifierPlugin(v.Message(), path)
 		case name == httpFilterName:
 			c.httpFilter(v.Message(), path)
+		case name == anyFullName && rule.data:
+			// A value, not configuration: any type, as with a Struct.
 		case name == anyFullName && rule.perFilter:
 			c.perFilterConfig(v.Message(), path)
 		case name == anyFullName && len(rule.types) > 0:

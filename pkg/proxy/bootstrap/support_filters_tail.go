@@ -27,13 +27,15 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.header_mutation.v3.Mutations.response_mutations":                       {},
 	"envoy.extensions.filters.http.header_mutation.v3.Mutations.formatters":                               {},
 
-	// envoy.filters.http.set_metadata (typed_value is refused).
+	// envoy.filters.http.set_metadata.
 	"envoy.extensions.filters.http.set_metadata.v3.Config.metadata_namespace":   {},
 	"envoy.extensions.filters.http.set_metadata.v3.Config.value":                {},
 	"envoy.extensions.filters.http.set_metadata.v3.Config.metadata":             {},
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.metadata_namespace": {},
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.allow_overwrite":    {},
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.value":              {},
+	// A value for the typed metadata, of any type.
+	"envoy.extensions.filters.http.set_metadata.v3.Metadata.typed_value": {data: true},
 
 	// envoy.filters.http.header_to_metadata (a cookie on response rules
 	// is refused by the filter).

@@ -5,11 +5,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedOAuth2 lists the fields of envoy.filters.http.oauth2 that
 // Outrigger implements (see pkg/proxy/filters/http/oauth2), with its
 // per-route OAuth2PerRoute, and the generic secrets its credentials name.
-// Not listed, so refused with their path: the token endpoint's
-// retry_policy, forward_id_token, the PRIVATE_KEY_JWT client
-// authentication and its private_key_jwt_config, token_cookie_chunking,
-// and a generic secret's multi-entry secrets map (read only for
-// PRIVATE_KEY_JWT).
+// The token endpoint's retry_policy reads num_retries and
+// retry_back_off (listed with the other readers of a core RetryPolicy);
+// its retry_on the filter refuses, as Envoy ignores it there.
 var supportedOAuth2 = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2.config":         {},
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2PerRoute.config": {},
@@ -27,7 +25,11 @@ var supportedOAuth2 = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.pass_through_matcher":                        {},
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.auth_scopes":                                 {},
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.resources":                                   {},
-	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.auth_type":                                   {values: []string{"URL_ENCODED_BODY", "BASIC_AUTH", "TLS_CLIENT_AUTH"}},
+	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.auth_type":                                   {values: []string{"URL_ENCODED_BODY", "BASIC_AUTH", "TLS_CLIENT_AUTH", "PRIVATE_KEY_JWT"}},
+	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.retry_policy":                                {},
+	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.forward_id_token":                            {},
+	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.private_key_jwt_config":                      {},
+	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.token_cookie_chunking":                       {},
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.use_refresh_token":                           {},
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.default_expires_in":                          {},
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.deny_redirect_matcher":                       {},
@@ -44,6 +46,15 @@ var supportedOAuth2 = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.original_request_uri":                        {},
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.allowed_redirect_domains":                    {},
 	"envoy.extensions.filters.http.oauth2.v3.OAuth2Config.use_access_token_expiry_for_id_token_cookie": {},
+
+	"envoy.extensions.filters.http.oauth2.v3.OAuth2TokenForwarding.header": {},
+
+	"envoy.extensions.filters.http.oauth2.v3.PrivateKeyJwtConfig.signing_algorithm":  {},
+	"envoy.extensions.filters.http.oauth2.v3.PrivateKeyJwtConfig.assertion_lifetime": {},
+	"envoy.extensions.filters.http.oauth2.v3.PrivateKeyJwtConfig.assertion_audience": {},
+
+	"envoy.extensions.filters.http.oauth2.v3.TokenCookieChunking.max_cookie_size": {},
+	"envoy.extensions.filters.http.oauth2.v3.TokenCookieChunking.max_chunks":      {},
 
 	"envoy.extensions.filters.http.oauth2.v3.PostLogoutRedirectUri.disabled": {},
 	"envoy.extensions.filters.http.oauth2.v3.PostLogoutRedirectUri.uri":      {},
@@ -78,4 +89,7 @@ var supportedOAuth2 = map[protoreflect.FullName]fieldSupport{
 	// the filters whose credentials name one.
 	"envoy.extensions.transport_sockets.tls.v3.Secret.generic_secret": {},
 	"envoy.extensions.transport_sockets.tls.v3.GenericSecret.secret":  {},
+	// The multi-entry form: read by PRIVATE_KEY_JWT (private_key, key_id);
+	// every other reader refuses a secret that has one.
+	"envoy.extensions.transport_sockets.tls.v3.GenericSecret.secrets": {},
 }

@@ -34,4 +34,17 @@ var refusedWhy = map[protoreflect.FullName]string{
 		"gopher-lua, the Lua Outrigger runs, cannot load C modules; package_paths (Lua modules) are supported",
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.package_cpaths": "not supported by Outrigger: " +
 		"gopher-lua, the Lua Outrigger runs, cannot load C modules; package_paths (Lua modules) are supported",
+	"envoy.config.rbac.v3.RBAC.audit_logging_options": notInEnvoy + ": Envoy's RBAC filters never call an audit " +
+		"logger; the audit loggers (envoy.rbac.audit_loggers.stream, a JSON line on stdout per decision) are gRPC's",
+	"envoy.config.rbac.v3.Permission.matcher": "not supported by Outrigger: Envoy's only permission matcher, " +
+		"envoy.rbac.matchers.upstream_ip_port, matches the upstream address a dynamic forward proxy filter saved in " +
+		"filter state envoy.stream.upstream_address (save_upstream_address); Outrigger keeps no such filter state, and " +
+		"the upstream host is otherwise chosen after the RBAC filter runs, so it could never match",
+	"envoy.extensions.filters.http.lua.v3.Lua.shared_vm_id":         luaSharedVMRefused,
+	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.shared_vm_id": luaSharedVMRefused,
 }
+
+// luaSharedVMRefused says why the Lua filter's shared_vm_id is refused.
+const luaSharedVMRefused = "not supported by Outrigger yet: Envoy then shares the Lua VMs of every configuration " +
+	"with the same id and script, so that their scripts see each other's globals; Outrigger's Lua states belong to " +
+	"one filter configuration (no registry outlives it), so the globals would not be shared"

@@ -47,6 +47,10 @@ type fieldSupport struct {
 	// it is refused, with onlyWhere saying where it is implemented.
 	only      *regexp.Regexp
 	onlyWhere string
+	// data, for an Any field, says it holds a value rather than
+	// configuration (a typed metadata value): any type, kept as given,
+	// nothing inside checked.
+	data bool
 }
 
 // supportedCore lists, one line per field, the bootstrap-level configuration

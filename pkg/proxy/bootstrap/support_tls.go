@@ -213,9 +213,6 @@ var refusedTLS = map[protoreflect.FullName]string{
 	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.TrustDomain.workload_trust_domain": "not supported by Outrigger: " +
 		"it picks the trust bundle by the connection's filter state object envoy.tls.cert_validator.spiffe.workload_trust_domain, " +
 		"which no filter of Outrigger sets",
-	"envoy.extensions.transport_sockets.tls.v3.GenericSecret.secrets": "not supported by Outrigger: the only reader of " +
-		"generic secrets here, the oauth2 filter, reads generic_secret.secret as Envoy's does; a map nothing reads is refused " +
-		"rather than ignored",
 	"envoy.config.core.v3.DataSource.watched_directory": "not supported by Outrigger: Envoy reloads a DataSource from its " +
 		"watched directory only where its consumer uses a reloading data source provider (ip_tagging, some filters' files), " +
 		"none of which Outrigger has yet; TLS files rotate through TlsCertificate.watched_directory or " +

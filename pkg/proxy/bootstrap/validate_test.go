@@ -250,8 +250,8 @@ func TestValidateSupport(t *testing.T) {
 		"rbac fields not implemented": {
 			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r, rules: {policies: {p: {permissions: [{matcher: {name: t, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}], principals: [{filter_state: {key: k, string_match: {exact: v}}}], cel_config: {}}}, audit_logging_options: {}}}}`),
 			want: []string{
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].matcher: not supported by Outrigger`,
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.audit_logging_options: not supported by Outrigger`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].matcher: not supported by Outrigger: Envoy's only permission matcher, envoy.rbac.matchers.upstream_ip_port, matches the upstream address a dynamic forward proxy filter saved in filter state envoy.stream.upstream_address (save_upstream_address); Outrigger keeps no such filter state, and the upstream host is otherwise chosen after the RBAC filter runs, so it could never match`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.audit_logging_options: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger: Envoy's RBAC filters never call an audit logger; the audit loggers (envoy.rbac.audit_loggers.stream, a JSON line on stdout per decision) are gRPC's`,
 			},
 		},
 		"tcp_proxy fields not implemented": {
@@ -527,8 +527,11 @@ func testSupportRule(t *testing.T, name protoreflect.FullName, rule fieldSupport
 			vd = fd.MapValue()
 		}
 		isAny := vd.Message() != nil && vd.Message().FullName() == anyFullName
-		if isAny != (rule.category != "" || len(rule.types) > 0) {
+		if isAny != (rule.category != "" || len(rule.types) > 0 || rule.data) {
 			t.Errorf("typed_config field %v has category %q and types %v", isAny, rule.category, rule.types)
+		}
+		if rule.data && (rule.category != "" || len(rule.types) > 0) {
+			t.Errorf("a value Any (data) takes any type, neither a category nor types")
 		}
 		if rule.category != "" && len(rule.types) > 0 {
 			t.Errorf("a typed_config takes extensions of a category or messages of types, not both")

@@ -8,6 +8,8 @@ package genericsecret
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -52,12 +54,49 @@ func (v *Value) Bytes() []byte {
 	return b
 }
 
+// Entry is the value of the named entry of a multi-entry secret (its
+// secrets map); nil when the secret has not arrived, has no such entry or
+// it cannot be read.
+func (v *Value) Entry(name string) []byte {
+	sec := v.p.Secret()
+	if sec == nil {
+		return nil
+	}
+	ds, ok := sec.GetGenericSecret().GetSecrets()[name]
+	if !ok {
+		return nil
+	}
+	b, _ := datasource.Read(ds)
+	return b
+}
+
+// MultiEntry reports whether the secret's current value is a multi-entry
+// one (a secrets map).
+func (v *Value) MultiEntry() bool {
+	sec := v.p.Secret()
+	return sec != nil && len(sec.GetGenericSecret().GetSecrets()) > 0
+}
+
 // Resolve finds the generic secret sc names through services (nil, or
 // not a Resolver, when the server offers no secrets). A secret already
-// known must be a generic secret whose value can be read. Errors name
-// the field below sc (they start with "." or ":"), with Envoy's words
-// first; what says which secret it is ("token", "HMAC").
+// known must be a generic secret whose value can be read; a multi-entry
+// one (its secrets map) is refused, only ResolveEntries reads those.
+// Errors name the field below sc (they start with "." or ":"), with
+// Envoy's words first; what says which secret it is ("token", "HMAC").
 func Resolve(services any, sc *tlsv3.SdsSecretConfig, what string) (*Value, error) {
+	return resolve(services, sc, what, nil)
+}
+
+// ResolveEntries is Resolve for a secret that may also be a multi-entry
+// one: its secrets map, whose entries must be among names, each readable.
+func ResolveEntries(services any, sc *tlsv3.SdsSecretConfig, what string, names ...string) (*Value, error) {
+	if names == nil {
+		names = []string{}
+	}
+	return resolve(services, sc, what, names)
+}
+
+func resolve(services any, sc *tlsv3.SdsSecretConfig, what string, entries []string) (*Value, error) {
 	r, ok := services.(Resolver)
 	if !ok || services == nil {
 		return nil, fmt.Errorf(": invalid %s secret configuration (secrets are not available here)", what)
@@ -72,9 +111,18 @@ func Resolve(services any, sc *tlsv3.SdsSecretConfig, what string) (*Value, erro
 			return nil, fmt.Errorf(".name: invalid %s secret configuration (secret %q is not a generic_secret)", what, sc.GetName())
 		}
 		if len(gs.GetSecrets()) > 0 {
-			return nil, errors.New(".name: the secrets map of a generic secret is not supported by Outrigger (read only for PRIVATE_KEY_JWT)")
-		}
-		if _, err := datasource.Read(gs.GetSecret()); err != nil {
+			if entries == nil {
+				return nil, errors.New(".name: the secrets map of a generic secret is not supported here (Envoy reads it only for the oauth2 filter's PRIVATE_KEY_JWT)")
+			}
+			for k, ds := range gs.GetSecrets() {
+				if !slices.Contains(entries, k) {
+					return nil, fmt.Errorf(".name: secret %q: generic_secret.secrets: unknown entry %q (the entries read are %s)", sc.GetName(), k, strings.Join(entries, ", "))
+				}
+				if _, err := datasource.Read(ds); err != nil {
+					return nil, fmt.Errorf(".name: secret %q: generic_secret.secrets[%s].%w", sc.GetName(), k, err)
+				}
+			}
+		} else if _, err := datasource.Read(gs.GetSecret()); err != nil {
 			return nil, fmt.Errorf(".name: secret %q: generic_secret.secret.%w", sc.GetName(), err)
 		}
 	}

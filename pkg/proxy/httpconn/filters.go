@@ -9,6 +9,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -345,6 +346,11 @@ func (s *stream) DynamicMetadata() *corev3.Metadata { return s.entry.DynamicMeta
 // SetDynamicMetadata implements httpfilter.Stream.
 func (s *stream) SetDynamicMetadata(namespace string, fields *structpb.Struct) {
 	s.entry.DynamicMetadata = accesslog.MergeMetadata(s.entry.DynamicMetadata, namespace, fields)
+}
+
+// SetTypedDynamicMetadata implements httpfilter.Stream.
+func (s *stream) SetTypedDynamicMetadata(namespace string, value *anypb.Any) {
+	s.entry.DynamicMetadata = accesslog.SetTypedMetadata(s.entry.DynamicMetadata, namespace, value)
 }
 
 // LogEntry implements httpfilter.EntryReader: the access log's entry with

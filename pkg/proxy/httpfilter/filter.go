@@ -25,6 +25,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -330,6 +331,10 @@ type Stream interface {
 	// field replaces the one of its name. The stream keeps fields, which
 	// the caller no longer modifies (it may share it between requests).
 	SetDynamicMetadata(namespace string, fields *structpb.Struct)
+	// SetTypedDynamicMetadata puts value at namespace of the request's
+	// typed dynamic metadata (typed_filter_metadata), replacing what was
+	// there. The stream keeps value, which the caller no longer modifies.
+	SetTypedDynamicMetadata(namespace string, value *anypb.Any)
 	// SetFilterState keeps obj under key in the request's filter state
 	// (Envoy's StreamInfo filter state), which access logs show with
 	// %FILTER_STATE(key)%; the filter may go on updating obj.

@@ -79,6 +79,10 @@ type policy struct {
 	condition *cel.Program
 }
 
+// auditLoggingRefused says why audit_logging_options is refused.
+const auditLoggingRefused = "audit_logging_options: not implemented by Envoy either ([#not-implemented-hide:] in its proto; " +
+	"the RBAC audit loggers, envoy.rbac.audit_loggers.stream among them, are gRPC's: Envoy's RBAC filters never call one), so not supported by Outrigger"
+
 // Compile compiles an RBAC message. Errors name the field path below it
 // ("policies[\"admin\"].permissions[0].header.name: ...").
 func Compile(r *rbacv3.RBAC) (*Engine, error) {
@@ -88,7 +92,7 @@ func Compile(r *rbacv3.RBAC) (*Engine, error) {
 		return nil, fmt.Errorf("action: unknown action %d", r.GetAction())
 	}
 	if r.GetAuditLoggingOptions() != nil {
-		return nil, errors.New("audit_logging_options: not supported by Outrigger")
+		return nil, errors.New(auditLoggingRefused)
 	}
 	names := make([]string, 0, len(r.GetPolicies()))
 	for name := range r.GetPolicies() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -416,6 +417,11 @@ func (s *Stream) DynamicMetadata() *corev3.Metadata { return s.Metadata }
 // SetDynamicMetadata implements httpfilter.Stream.
 func (s *Stream) SetDynamicMetadata(namespace string, fields *structpb.Struct) {
 	s.Metadata = accesslog.MergeMetadata(s.Metadata, namespace, fields)
+}
+
+// SetTypedDynamicMetadata implements httpfilter.Stream.
+func (s *Stream) SetTypedDynamicMetadata(namespace string, value *anypb.Any) {
+	s.Metadata = accesslog.SetTypedMetadata(s.Metadata, namespace, value)
 }
 
 // SetFilterState implements httpfilter.Stream.

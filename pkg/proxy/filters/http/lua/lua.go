@@ -54,6 +54,11 @@ const envoyName = "envoy.filters.http.lua"
 // an httpCall: Envoy's default per-connection buffer limit (1 MiB).
 const maxBody = 1 << 20
 
+// sharedVMRefused says why shared_vm_id is refused.
+const sharedVMRefused = "shared_vm_id: not supported by Outrigger yet: sharing Lua states between filter configurations " +
+	"(same id and script) needs a registry of states that outlives one configuration, which Outrigger's filters have no " +
+	"access to; each configuration keeps its own states, so their globals would not be shared as Envoy shares them"
+
 // Factory builds the filter and compiles its per-route configurations.
 type Factory struct{}
 
@@ -105,9 +110,9 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	}
 	switch {
 	case len(p.GetPackageCpaths()) > 0:
-		return nil, errors.New("package_cpaths: not supported by Outrigger (gopher-lua cannot load C modules)")
+		return nil, errors.New("package_cpaths: not supported by Outrigger: gopher-lua, the Lua Outrigger runs, cannot load C modules (package_paths, for Lua modules, is supported)")
 	case p.GetSharedVmId() != "":
-		return nil, errors.New("shared_vm_id: not supported by Outrigger")
+		return nil, errors.New(sharedVMRefused)
 	}
 	c := &filterConfig{
 		name:            ctx.Name,

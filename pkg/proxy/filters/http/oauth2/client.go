@@ -64,6 +64,12 @@ func (c *config) exchangeCode(ctx context.Context, code, redirectURI, verifier s
 		body = "grant_type=authorization_code&code=" + code + "&redirect_uri=" + cb + "&code_verifier=" + verifier
 	case authTLSClient:
 		body = "grant_type=authorization_code&code=" + code + "&client_id=" + id + "&redirect_uri=" + cb + "&code_verifier=" + verifier
+	case authPrivateKeyJWT:
+		a, fail := c.clientAssertion("Failed to get access token")
+		if fail != nil {
+			return tokens{}, fail
+		}
+		body = "grant_type=authorization_code&code=" + code + "&client_id=" + id + a + "&redirect_uri=" + cb + "&code_verifier=" + verifier
 	default:
 		body = "grant_type=authorization_code&code=" + code + "&client_id=" + id + "&client_secret=" + secret + "&redirect_uri=" + cb + "&code_verifier=" + verifier
 	}
@@ -81,10 +87,28 @@ func (c *config) refreshTokens(ctx context.Context, refresh string, clientSecret
 		body = "grant_type=refresh_token&refresh_token=" + formEncode(refresh, "%")
 	case authTLSClient:
 		body = "grant_type=refresh_token&refresh_token=" + formEncode(refresh, formReserved) + "&client_id=" + id
+	case authPrivateKeyJWT:
+		a, fail := c.clientAssertion("Failed to refresh the access token")
+		if fail != nil {
+			return tokens{}, fail
+		}
+		body = "grant_type=refresh_token&refresh_token=" + formEncode(refresh, formReserved) + "&client_id=" + id + a
 	default:
 		body = "grant_type=refresh_token&refresh_token=" + formEncode(refresh, formReserved) + "&client_id=" + id + "&client_secret=" + secret
 	}
 	return c.requestTokens(ctx, body, clientSecret, "Failed to refresh the access token")
+}
+
+// clientAssertion is the PRIVATE_KEY_JWT parameters of a token request
+// ("&client_assertion_type=...&client_assertion=..."), with a new
+// assertion; a key that cannot sign fails the exchange.
+func (c *config) clientAssertion(failed string) (string, *tokenFailure) {
+	pemBytes, kid := c.signingKey()
+	a, err := c.jwt.assertion(c.clientID, pemBytes, kid, c.now())
+	if err != nil {
+		return "", &tokenFailure{reason: failed, details: "client assertion: " + err.Error(), cause: err}
+	}
+	return "&client_assertion_type=" + formEncode(clientAssertionType, formReserved) + "&client_assertion=" + a, nil
 }
 
 // requestTokens posts a token request to the token endpoint's cluster,
@@ -95,40 +119,17 @@ func (c *config) requestTokens(ctx context.Context, body string, clientSecret []
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://oauth2-token"+c.tokenPath, strings.NewReader(body))
-	if err != nil {
-		return tokens{}, &tokenFailure{reason: failed, details: err.Error(), cause: err}
-	}
-	// The path as configured, not re-encoded.
-	req.URL.Opaque, _, _ = strings.Cut(c.tokenPath, "?")
-	req.Host = c.tokenHost
-	req.ContentLength = int64(len(body))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	// Go's client would add its own; Envoy adds none.
-	req.Header["User-Agent"] = []string{""}
-	if c.authType == authBasic {
-		cred := base64.StdEncoding.EncodeToString([]byte(c.clientID + ":" + string(clientSecret)))
-		req.Header.Set("Authorization", "Basic "+cred)
-	}
 	if c.svc.Cluster(c.cluster) == nil {
 		return tokens{}, &tokenFailure{reason: "Token endpoint cluster not found"}
 	}
-	resp, err := c.transport.RoundTrip(req)
-	var (
-		status int
-		raw    []byte
-	)
-	if err == nil {
-		raw, err = io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
-		resp.Body.Close()
-		status = resp.StatusCode
-	}
-	if err != nil {
+	res, _ := c.retry.do(ctx, func(ctx context.Context) tryResult { return c.tryTokenRequest(ctx, body, clientSecret) })
+	status, raw := res.status, res.body
+	if res.err != nil {
 		// Envoy's async client gets the router's local reply then, and
 		// the filter reads it as the endpoint's answer.
 		var body string
-		status, body = noResponse(ctx, err)
-		return tokens{}, &tokenFailure{reason: failed, details: fmt.Sprintf("response code: %d, response body: %s", status, body), cause: err}
+		status, body = noResponse(res.ctx, res.err)
+		return tokens{}, &tokenFailure{reason: failed, details: fmt.Sprintf("response code: %d, response body: %s", status, body), cause: res.err}
 	}
 	if status != http.StatusOK {
 		return tokens{}, &tokenFailure{reason: failed, details: fmt.Sprintf("response code: %d, response body: %s", status, raw)}
@@ -152,6 +153,36 @@ func (c *config) requestTokens(ctx context.Context, body string, clientSecret []
 		return tokens{}, &tokenFailure{reason: "No default or explicit access token expiration found in the token exchange response", details: "response body: " + string(raw)}
 	}
 	return t, nil
+}
+
+// tryTokenRequest is one try of a token request: a request of its own
+// (a retry sends the body again), its answer read whole.
+func (c *config) tryTokenRequest(ctx context.Context, body string, clientSecret []byte) tryResult {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://oauth2-token"+c.tokenPath, strings.NewReader(body))
+	if err != nil {
+		return tryResult{err: err}
+	}
+	// The path as configured, not re-encoded.
+	req.URL.Opaque, _, _ = strings.Cut(c.tokenPath, "?")
+	req.Host = c.tokenHost
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	// Go's client would add its own; Envoy adds none.
+	req.Header["User-Agent"] = []string{""}
+	if c.authType == authBasic {
+		cred := base64.StdEncoding.EncodeToString([]byte(c.clientID + ":" + string(clientSecret)))
+		req.Header.Set("Authorization", "Basic "+cred)
+	}
+	resp, err := c.transport.RoundTrip(req)
+	if err != nil {
+		return tryResult{err: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
+	if err != nil {
+		return tryResult{err: err}
+	}
+	return tryResult{status: resp.StatusCode, body: raw}
 }
 
 // noResponse is the status and body of the local reply Envoy's router

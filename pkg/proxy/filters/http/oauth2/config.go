@@ -11,8 +11,10 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	oauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/oauth2/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/go-logr/logr"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/genericsecret"
@@ -36,6 +38,7 @@ const (
 	authURLEncodedBody authType = iota
 	authBasic
 	authTLSClient
+	authPrivateKeyJWT
 )
 
 // config is a compiled OAuth2Config: the filter's, or a route's.
@@ -48,6 +51,9 @@ type config struct {
 	tokenHost, tokenPath string
 	timeout              time.Duration
 	defaultExpiresIn     time.Duration
+	// retry is retry_policy; jwt the PRIVATE_KEY_JWT authentication.
+	retry tokenRetry
+	jwt   *privateKeyJWT
 
 	// authorizationURL is the authorization endpoint without its query;
 	// authorizationQuery its query parameters with client_id,
@@ -79,7 +85,13 @@ type config struct {
 	bearerCookie, hmacCookie, expiresCookie, idCookie, refreshCookie,
 	nonceCookie, verifierCookie cookieSettings
 
-	forwardBearer, preserveAuthorization                    bool
+	forwardBearer, preserveAuthorization bool
+	// forwardID is forward_id_token's header, lower case ("" when
+	// unset); the ID token goes there raw, or as a Bearer credential
+	// when it is authorization.
+	forwardID string
+	// chunking is token_cookie_chunking (nil: tokens in single cookies).
+	chunking                                                *chunking
 	useRefreshToken                                         bool
 	disableIDCookie, disableAccessCookie, disableRefresh    bool
 	disableEncryption, accessExpiryForID                    bool
@@ -94,9 +106,6 @@ type config struct {
 // compile checks and compiles an OAuth2Config; statPrefix is the scope
 // of its stats. Errors name the field path below the config.
 func compile(p *oauth2v3.OAuth2Config, ctx httpfilter.Context, statPrefix string) (*config, error) {
-	if err := refuseUnsupported(p); err != nil {
-		return nil, err
-	}
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
@@ -141,13 +150,24 @@ func compile(p *oauth2v3.OAuth2Config, ctx httpfilter.Context, statPrefix string
 	if err := c.compileTokenEndpoint(p, ctx); err != nil {
 		return nil, err
 	}
+	if err := c.compileForwardID(p); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.retry, err = compileTokenRetry(p.GetRetryPolicy()); err != nil {
+		return nil, fmt.Errorf("retry_policy.%w", err)
+	}
+	if p.GetTokenCookieChunking() != nil {
+		if c.chunking, err = compileChunking(p.GetTokenCookieChunking()); err != nil {
+			return nil, fmt.Errorf("token_cookie_chunking.%w", err)
+		}
+	}
 	if err := c.compileAuthorization(p); err != nil {
 		return nil, err
 	}
 	if err := c.compileSecrets(p, ctx); err != nil {
 		return nil, err
 	}
-	var err error
 	if c.redirectURI, err = headerFormatter(p.GetRedirectUri(), "redirect_uri"); err != nil {
 		return nil, err
 	}
@@ -182,22 +202,29 @@ func compile(p *oauth2v3.OAuth2Config, ctx httpfilter.Context, statPrefix string
 	return c, nil
 }
 
-// refuseUnsupported refuses, with their paths, the fields Outrigger does
-// not implement (the support table refuses them too; this keeps the
-// filter safe when compiled without it).
-func refuseUnsupported(p *oauth2v3.OAuth2Config) error {
-	switch {
-	case p.GetRetryPolicy() != nil:
-		return errors.New("retry_policy: not supported by Outrigger (the token request is not retried)")
-	case p.GetForwardIdToken() != nil:
-		return errors.New("forward_id_token: not supported by Outrigger")
-	case p.GetPrivateKeyJwtConfig() != nil:
-		return errors.New("private_key_jwt_config: not supported by Outrigger")
-	case p.GetAuthType() == oauth2v3.OAuth2Config_PRIVATE_KEY_JWT:
-		return errors.New("auth_type: PRIVATE_KEY_JWT is not supported by Outrigger")
-	case p.GetTokenCookieChunking() != nil:
-		return errors.New("token_cookie_chunking: not supported by Outrigger")
+// compileForwardID compiles forward_id_token with Envoy's checks: a
+// header name, neither a pseudo-header nor Host, and Authorization only
+// when neither forward_bearer_token nor preserve_authorization_header
+// also claims it.
+func (c *config) compileForwardID(p *oauth2v3.OAuth2Config) error {
+	fw := p.GetForwardIdToken()
+	if fw == nil {
+		return nil
 	}
+	h := strings.ToLower(fw.GetHeader())
+	switch {
+	case h == "":
+		return errors.New("forward_id_token.header: required")
+	case strings.HasPrefix(h, ":") || h == "host":
+		return fmt.Errorf("forward_id_token.header: %q: pseudo-headers and host cannot carry the ID token", fw.GetHeader())
+	case !httpguts.ValidHeaderFieldName(h):
+		return fmt.Errorf("forward_id_token.header: %q is not a valid header name", fw.GetHeader())
+	case h == "authorization" && p.GetForwardBearerToken():
+		return errors.New("forward_id_token.header: the ID token cannot be forwarded in Authorization when forward_bearer_token is set")
+	case h == "authorization" && p.GetPreserveAuthorizationHeader():
+		return errors.New("forward_id_token.header: the ID token cannot be forwarded in Authorization when preserve_authorization_header is set")
+	}
+	c.forwardID = h
 	return nil
 }
 
@@ -235,6 +262,17 @@ func (c *config) compileTokenEndpoint(p *oauth2v3.OAuth2Config, ctx httpfilter.C
 		c.authType = authBasic
 	case oauth2v3.OAuth2Config_TLS_CLIENT_AUTH:
 		c.authType = authTLSClient
+	case oauth2v3.OAuth2Config_PRIVATE_KEY_JWT:
+		c.authType = authPrivateKeyJWT
+		j, err := compilePrivateKeyJWT(p.GetPrivateKeyJwtConfig(), te.GetUri())
+		if err != nil {
+			return fmt.Errorf("private_key_jwt_config.%w", err)
+		}
+		c.jwt = j
+	}
+	if p.GetPrivateKeyJwtConfig() != nil && c.authType != authPrivateKeyJWT {
+		// Envoy reads it only then; set otherwise it would do nothing.
+		return errors.New("private_key_jwt_config: only read when auth_type is PRIVATE_KEY_JWT")
 	}
 	return nil
 }
@@ -334,11 +372,22 @@ func (c *config) compileSecrets(p *oauth2v3.OAuth2Config, ctx httpfilter.Context
 			// Envoy's words.
 			return errors.New("credentials.token_secret: token_secret is required when auth_type is not TLS_CLIENT_AUTH")
 		}
-		s, err := genericsecret.Resolve(ctx.Services, cr.GetTokenSecret(), "token")
+		resolve := genericsecret.Resolve
+		if c.authType == authPrivateKeyJWT {
+			resolve = func(svc any, sc *tlsv3.SdsSecretConfig, what string) (*genericsecret.Value, error) {
+				return genericsecret.ResolveEntries(svc, sc, what, secretPrivateKey, secretKeyID)
+			}
+		}
+		s, err := resolve(ctx.Services, cr.GetTokenSecret(), "token")
 		if err != nil {
 			return fmt.Errorf("credentials.token_secret%w", err)
 		}
 		c.clientSecret = s
+		if c.authType == authPrivateKeyJWT {
+			if err := c.checkPrivateKey(); err != nil {
+				return fmt.Errorf("credentials.token_secret: %w", err)
+			}
+		}
 	}
 	if cr.GetHmacSecret() == nil {
 		return errors.New("credentials.hmac_secret: required")
@@ -357,6 +406,11 @@ func (c *config) secrets() (client, hmacKey []byte, ok bool) {
 	hmacKey = c.hmacSecret.Bytes()
 	if c.clientSecret != nil {
 		client = c.clientSecret.Bytes()
+	}
+	if c.authType == authPrivateKeyJWT {
+		// The key is read when the assertion is signed.
+		pemBytes, _ := c.signingKey()
+		return nil, hmacKey, len(hmacKey) > 0 && len(pemBytes) > 0
 	}
 	return client, hmacKey, len(hmacKey) > 0 && (c.authType == authTLSClient || len(client) > 0)
 }

@@ -53,6 +53,11 @@ type filter struct {
 	// session has none.
 	refreshed bool
 	jar       cookieJar
+	// chunks are the token cookies' chunk cookies the request carried,
+	// deleted when the tokens are written again or the user signs out.
+	chunks chunkNames
+	// wholeCookies are the token cookies the request carried whole.
+	wholeCookies map[string]bool
 }
 
 var (
@@ -85,6 +90,11 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return httpfilter.Continue
 	}
 	f.c = c
+	if c.forwardID != "" {
+		// Only the filter may say it: a client's would pass for a
+		// validated ID token.
+		h.Del(c.forwardID)
+	}
 	req := s.Request()
 	if anyMatches(c.passThrough, req) {
 		c.stats.passthrough.Inc()
@@ -115,6 +125,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		if c.forwardBearer && access != "" {
 			h.Set("authorization", "Bearer "+access)
 		}
+		f.forwardIDToken(s, id)
 		if fromServer {
 			return f.raceRedirect(s, jar, path)
 		}
@@ -137,6 +148,19 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return httpfilter.Stop
 	}
 	return f.callback(s, jar, path)
+}
+
+// forwardIDToken hands the upstream the session's ID token in
+// forward_id_token's header: as a Bearer credential in Authorization, raw
+// in any other.
+func (f *filter) forwardIDToken(s httpfilter.Stream, id string) {
+	switch {
+	case f.c.forwardID == "" || id == "":
+	case f.c.forwardID == "authorization":
+		s.RequestHeaders().Set("authorization", "Bearer "+id)
+	default:
+		s.RequestHeaders().Set(f.c.forwardID, id)
+	}
 }
 
 // sessionValid reports whether the cookies carry a session: an HMAC of
@@ -162,10 +186,22 @@ func (f *filter) sessionValid(jar cookieJar, access, id, refresh string) bool {
 func (f *filter) decryptCookies(s httpfilter.Stream) cookieJar {
 	c := f.c
 	jar := cookieJar(parseCookies(cookieHeader(s)))
+	for _, n := range []string{c.cookies.bearer, c.cookies.id, c.cookies.refresh} {
+		if jar.has(n) {
+			if f.wholeCookies == nil {
+				f.wholeCookies = map[string]bool{}
+			}
+			f.wholeCookies[n] = true
+		}
+	}
+	var changed bool
+	jar, f.chunks, changed = joinChunks(jar, []string{c.cookies.bearer, c.cookies.id, c.cookies.refresh})
 	if c.disableEncryption || len(jar) == 0 {
+		if changed {
+			setCookieHeader(s, jar)
+		}
 		return jar
 	}
-	changed := false
 	for i := range jar {
 		switch jar[i].name {
 		case c.cookies.bearer, c.cookies.id, c.cookies.refresh:
@@ -293,6 +329,11 @@ func (f *filter) refresh(s httpfilter.Stream, refresh string) httpfilter.Status 
 	if c.forwardBearer && f.session.access != "" {
 		s.RequestHeaders().Set("authorization", "Bearer "+f.session.access)
 	}
+	if f.session.id != "" {
+		f.forwardIDToken(s, f.session.id)
+	} else {
+		f.forwardIDToken(s, jar.get(c.cookies.id))
+	}
 	f.refreshed, f.jar = true, slices.Clone(jar)
 	c.stats.refreshSuccess.Inc()
 	c.stats.success.Inc()
@@ -378,6 +419,13 @@ func (f *filter) signOut(s httpfilter.Stream, jar cookieJar) httpfilter.Status {
 			dels = append(dels, del{ck.name, c.nonceCookie.path})
 		case matchesBase(ck.name, c.cookies.verifier):
 			dels = append(dels, del{ck.name, c.verifierCookie.path})
+		}
+	}
+	for _, tk := range []struct {
+		name, path string
+	}{{c.cookies.bearer, c.bearerCookie.path}, {c.cookies.id, c.idCookie.path}, {c.cookies.refresh, c.refreshCookie.path}} {
+		for _, n := range f.chunks[tk.name] {
+			dels = append(dels, del{n, tk.path})
 		}
 	}
 	for _, d := range dels {

@@ -456,7 +456,17 @@ func TestCompileErrors(t *testing.T) {
 		edit func(*oauth2v3.OAuth2Config)
 		want string
 	}{
-		"retry":      {func(c *oauth2v3.OAuth2Config) { c.RetryPolicy = &corev3.RetryPolicy{} }, "config.retry_policy: not supported"},
+		"retry_on": {func(c *oauth2v3.OAuth2Config) { c.RetryPolicy = &corev3.RetryPolicy{RetryOn: "5xx"} }, "config.retry_policy.retry_on: not supported by Outrigger for the token endpoint"},
+		"id host":  {func(c *oauth2v3.OAuth2Config) { c.ForwardIdToken = &oauth2v3.OAuth2TokenForwarding{Header: "Host"} }, "config.forward_id_token.header: \"Host\": pseudo-headers and host"},
+		"id bearer": {func(c *oauth2v3.OAuth2Config) {
+			c.ForwardBearerToken = true
+			c.ForwardIdToken = &oauth2v3.OAuth2TokenForwarding{Header: "Authorization"}
+		}, "config.forward_id_token.header: the ID token cannot be forwarded in Authorization when forward_bearer_token is set"},
+		"jwt without auth type": {func(c *oauth2v3.OAuth2Config) { c.PrivateKeyJwtConfig = &oauth2v3.PrivateKeyJwtConfig{} }, "config.private_key_jwt_config: only read when auth_type is PRIVATE_KEY_JWT"},
+		"jwt not a key":         {func(c *oauth2v3.OAuth2Config) { c.AuthType = oauth2v3.OAuth2Config_PRIVATE_KEY_JWT }, "config.credentials.token_secret: failed to parse the private key PEM"},
+		"chunks": {func(c *oauth2v3.OAuth2Config) {
+			c.TokenCookieChunking = &oauth2v3.TokenCookieChunking{MaxChunks: wrapperspb.UInt32(17)}
+		}, "config.token_cookie_chunking.max_chunks: must be between 2 and 16"},
 		"no secret":  {func(c *oauth2v3.OAuth2Config) { c.Credentials.TokenSecret = nil }, "config.credentials.token_secret: token_secret is required when auth_type is not TLS_CLIENT_AUTH"},
 		"unknown":    {func(c *oauth2v3.OAuth2Config) { c.Credentials.TokenSecret.Name = "nope" }, "config.credentials.token_secret.name: Unknown static secret: nope"},
 		"bad url":    {func(c *oauth2v3.OAuth2Config) { c.AuthorizationEndpoint = "/relative" }, "config.authorization_endpoint: OAuth2 filter: invalid authorization endpoint URL '/relative' in config."},

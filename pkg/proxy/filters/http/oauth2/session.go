@@ -195,11 +195,44 @@ func (f *filter) addSessionCookies(reqJar cookieJar, add func(string)) {
 		{c.cookies.id, s.id, s.idExpiresIn, c.idCookie},
 		{c.cookies.refresh, s.refresh, s.refreshExpiresIn, c.refreshCookie},
 	} {
-		switch {
-		case tk.value != "":
-			add(setCookie(tk.name, f.seal(tk.value), tk.maxAge, c.cookieDomain, tk.settings))
-		case reqJar.has(tk.name):
+		if tk.value == "" {
+			if reqJar.has(tk.name) {
+				add(deleteCookie(tk.name, tk.settings.path, c.cookieDomain))
+			}
+			f.deleteChunks(tk.name, tk.settings.path, nil, add)
+			continue
+		}
+		written := c.chunking.split(tk.name, f.seal(tk.value), tk.maxAge, c.cookieDomain, tk.settings)
+		for _, v := range written {
+			add(v)
+		}
+		if len(written) > 1 && f.hadWhole(tk.name) {
+			// The chunks replace the whole cookie the browser holds.
 			add(deleteCookie(tk.name, tk.settings.path, c.cookieDomain))
+		}
+		f.deleteChunks(tk.name, tk.settings.path, written, add)
+	}
+}
+
+// hadWhole reports whether the request carried the token cookie whole
+// (not as chunks).
+func (f *filter) hadWhole(name string) bool {
+	return f.wholeCookies != nil && f.wholeCookies[name]
+}
+
+// deleteChunks deletes the chunk cookies of a token the request carried
+// that the Set-Cookie values written do not set again.
+func (f *filter) deleteChunks(name, path string, written []string, add func(string)) {
+	for _, n := range f.chunks[name] {
+		rewritten := false
+		for _, w := range written {
+			if len(w) > len(n) && w[:len(n)] == n && w[len(n)] == '=' {
+				rewritten = true
+				break
+			}
+		}
+		if !rewritten {
+			add(deleteCookie(n, path, f.c.cookieDomain))
 		}
 	}
 }

@@ -1,7 +1,9 @@
 // Package setmetadata is the set metadata HTTP filter
 // (envoy.filters.http.set_metadata): on each request it writes fixed
 // values into namespaces of the request's dynamic metadata, where access
-// logs (%DYNAMIC_METADATA%), RBAC and later filters read them. A namespace
+// logs (%DYNAMIC_METADATA%), RBAC and later filters read them, and typed
+// values (typed_value) into its typed metadata, where ext_proc's typed
+// forwarding namespaces read them. A namespace
 // already present is merged into only with allow_overwrite, as in Envoy;
 // otherwise http.<stat_prefix>.set_metadata.overwrite_denied counts the
 // refusal.
@@ -13,6 +15,7 @@ import (
 
 	smv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_metadata/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -31,6 +34,13 @@ var _ httpfilter.Factory = Factory{}
 type entry struct {
 	namespace      string
 	value          *structpb.Struct
+	allowOverwrite bool
+}
+
+// typedEntry is one namespace's typed value to write.
+type typedEntry struct {
+	namespace      string
+	value          *anypb.Any
 	allowOverwrite bool
 }
 
@@ -59,8 +69,12 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		switch {
 		case m.GetMetadataNamespace() == "":
 			return nil, fmt.Errorf("metadata[%d].metadata_namespace: must not be empty", i)
+		case m.GetTypedValue() != nil && m.GetValue() != nil:
+			// Envoy would write value and drop typed_value.
+			return nil, fmt.Errorf("metadata[%d].typed_value: only one of value and typed_value may be set", i)
 		case m.GetTypedValue() != nil:
-			return nil, fmt.Errorf("metadata[%d].typed_value: typed metadata is not supported by Outrigger", i)
+			f.typed = append(f.typed, typedEntry{namespace: m.GetMetadataNamespace(), value: m.GetTypedValue(), allowOverwrite: m.GetAllowOverwrite()})
+			continue
 		case m.GetValue() == nil:
 			return nil, fmt.Errorf("metadata[%d]: one of value or typed_value must be set", i)
 		}
@@ -80,6 +94,7 @@ func valueOrEmpty(s *structpb.Struct) *structpb.Struct {
 // it is its own filter.
 type filterConfig struct {
 	entries         []entry
+	typed           []typedEntry
 	overwriteDenied *stats.Counter
 }
 
@@ -101,6 +116,16 @@ func (c *filterConfig) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		default:
 			c.overwriteDenied.Inc()
 		}
+	}
+	// Then the typed values, as Envoy does: an Any replaces, it does not
+	// merge.
+	for i := range c.typed {
+		e := &c.typed[i]
+		if _, ok := s.DynamicMetadata().GetTypedFilterMetadata()[e.namespace]; ok && !e.allowOverwrite {
+			c.overwriteDenied.Inc()
+			continue
+		}
+		s.SetTypedDynamicMetadata(e.namespace, e.value)
 	}
 	return httpfilter.Continue
 }

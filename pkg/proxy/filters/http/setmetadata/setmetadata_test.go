@@ -6,7 +6,9 @@ import (
 
 	smv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_metadata/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	"sigs.k8s.io/yaml"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -72,6 +74,49 @@ metadata:
 	}
 }
 
+func TestTypedValue(t *testing.T) {
+	st := stats.NewStore()
+	c, err := compile(t, `
+metadata:
+- metadata_namespace: typed.new
+  typed_value: {"@type": type.googleapis.com/google.protobuf.StringValue, value: first}
+- metadata_namespace: typed.kept
+  typed_value: {"@type": type.googleapis.com/google.protobuf.StringValue, value: refused}
+- metadata_namespace: typed.replaced
+  allow_overwrite: true
+  typed_value: {"@type": type.googleapis.com/google.protobuf.UInt32Value, value: 7}
+- metadata_namespace: typed.new
+  value: {untyped: alongside}
+`, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httpfiltertest.NewStream("GET", "/")
+	old := &anypb.Any{TypeUrl: "type.googleapis.com/google.protobuf.StringValue"}
+	s.SetTypedDynamicMetadata("typed.kept", old)
+	s.SetTypedDynamicMetadata("typed.replaced", old)
+	c.DecodeHeaders(s)
+	typed := s.Metadata.GetTypedFilterMetadata()
+	var sv wrapperspb.StringValue
+	if err := typed["typed.new"].UnmarshalTo(&sv); err != nil || sv.GetValue() != "first" {
+		t.Errorf("typed.new = %v (%v)", typed["typed.new"], err)
+	}
+	if typed["typed.kept"] != old {
+		t.Errorf("typed.kept overwritten without allow_overwrite: %v", typed["typed.kept"])
+	}
+	var u wrapperspb.UInt32Value
+	if err := typed["typed.replaced"].UnmarshalTo(&u); err != nil || u.GetValue() != 7 {
+		t.Errorf("typed.replaced = %v (%v)", typed["typed.replaced"], err)
+	}
+	// Typed and untyped namespaces are apart.
+	if got := s.Metadata.GetFilterMetadata()["typed.new"].AsMap(); got["untyped"] != "alongside" {
+		t.Errorf("untyped typed.new = %v", got)
+	}
+	if v := st.Counter("http.test.set_metadata.overwrite_denied").Value(); v != 1 {
+		t.Errorf("overwrite_denied = %d, want 1", v)
+	}
+}
+
 func TestDeprecatedTopLevel(t *testing.T) {
 	c, err := compile(t, `{metadata_namespace: legacy, value: {a: b}}`, stats.NewStore())
 	if err != nil {
@@ -87,7 +132,7 @@ func TestDeprecatedTopLevel(t *testing.T) {
 
 func TestRefused(t *testing.T) {
 	for _, tc := range []struct{ config, want string }{
-		{`{metadata: [{metadata_namespace: a, typed_value: {"@type": type.googleapis.com/google.protobuf.Empty}}]}`, "metadata[0].typed_value: "},
+		{`{metadata: [{metadata_namespace: a, value: {a: b}, typed_value: {"@type": type.googleapis.com/google.protobuf.Empty}}]}`, "metadata[0].typed_value: only one of value and typed_value"},
 		{`{metadata: [{value: {a: b}}]}`, "metadata[0].metadata_namespace: "},
 		{`{metadata: [{metadata_namespace: a}]}`, "metadata[0]: one of value"},
 		{`{value: {a: b}}`, "value: needs metadata_namespace"},
