@@ -213,7 +213,10 @@ func run(ctx context.Context, sidecar, config, tracing, keep string, response []
 	out := filepath.Join(dir, "callgrind.out")
 	cmd := exec.CommandContext(ctx, "valgrind", "--tool=callgrind", "--callgrind-out-file="+out,
 		sidecar, "-c", cfg, "--concurrency", "1", "--log-level", "warning", "--disable-hot-restart")
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+	// cpu.rdtscp=off: valgrind 3.19 does not decode RDTSCP, which Go's
+	// runtime executes on a contended lock (cputicks), and the sidecar
+	// then dies of SIGILL; RDTSC behind fences is what it uses instead.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Cancel = func() error { return cmd.Process.Kill() }
