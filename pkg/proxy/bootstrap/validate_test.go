@@ -255,10 +255,9 @@ func TestValidateSupport(t *testing.T) {
 			},
 		},
 		"tcp_proxy fields not implemented": {
-			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, max_early_data_bytes: 1024, on_demand: {resources_locator: "xdstp://x"}, upstream_connect_mode: ON_DOWNSTREAM_DATA, downstream_idle_timeout: 1s}}`),
+			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, max_early_data_bytes: 1024, on_demand: {resources_locator: "xdstp://x"}, upstream_connect_mode: ON_DOWNSTREAM_DATA}}`),
 			want: []string{
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.on_demand.resources_locator: not supported by Outrigger`,
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.downstream_idle_timeout: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger`,
 			},
 		},
 		"tcp_proxy not last": {
