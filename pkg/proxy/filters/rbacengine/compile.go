@@ -91,8 +91,8 @@ func compilePermission(p *rbacv3.Permission) (node, error) {
 	case *rbacv3.Permission_Matcher:
 		// Envoy's one, envoy.rbac.matchers.upstream_ip_port, reads the
 		// upstream address the dynamic forward proxy filter saves with
-		// save_upstream_address, which Outrigger refuses.
-		return node{}, errors.New("matcher: permission extensions are not supported by Outrigger (envoy.rbac.matchers.upstream_ip_port reads the upstream address save_upstream_address keeps, which is refused)")
+		// save_upstream_address; Outrigger does not implement it yet.
+		return node{}, errors.New("matcher: permission extensions are not supported by Outrigger (envoy.rbac.matchers.upstream_ip_port is not implemented yet)")
 	case *rbacv3.Permission_UriTemplate:
 		t, err := router.CompilePathMatchPolicy(r.UriTemplate)
 		if err != nil {
