@@ -83,3 +83,46 @@ var _ = Describe("Dynamic forward proxy save_upstream_address", func() {
 		Eventually(s.Stdout).Should(ContainSubstring("SNILOG nowhere.test addr=-\n"))
 	})
 })
+
+var _ = Describe("Dynamic forward proxy allow_dynamic_host_from_filter_state", func() {
+	It("resolves and connects to the host and port set_filter_state chose, in place of the Host", func() {
+		dns := startDNSServer()
+		lns, up := listenSamePort("127.0.0.2", "127.0.0.3")
+		serveHost(lns[0], "B", nil)
+		serveHost(lns[1], "C", nil)
+		dns.set("beta.test", "127.0.0.2")
+		dns.set("gamma.test", "127.0.0.3")
+		port := freePort()
+		cache := dfpCache("fs_cache", dns.port, "")
+		// The x-dest header names the host; the port is the upstreams'.
+		listener := fmt.Sprintf(`{name: fs, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager,
+		stat_prefix: fs,
+		http_filters: [
+			{name: envoy.filters.http.set_filter_state, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.set_filter_state.v3.Config, on_request_headers: [
+				{object_key: envoy.upstream.dynamic_host, skip_if_empty: true, format_string: {omit_empty_values: true, text_format_source: {inline_string: "%%REQ(x-dest)%%"}}},
+				{object_key: envoy.upstream.dynamic_port, format_string: {text_format_source: {inline_string: "%d"}}}]}},
+			{name: envoy.filters.http.dynamic_forward_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig, allow_dynamic_host_from_filter_state: true, dns_cache_config: %s}},
+			{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}],
+		route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: dfp_fs}}]}]}}}]}]}`,
+			port, up, cache)
+		s := Start(newDir(), bootstrapOf([]string{listener}, []string{dfpCluster("dfp_fs", cache, "")}))
+
+		By("the filter state's host wins over the Host, which goes upstream as sent")
+		code, body := dfpRequest(port, "elsewhere.test", "/", "x-dest", "gamma.test")
+		Expect(code).To(Equal(200), body)
+		Expect(body).To(Equal("C host=elsewhere.test sni=-"))
+		code, body = dfpRequest(port, "elsewhere.test", "/", "x-dest", "beta.test")
+		Expect(code).To(Equal(200), body)
+		Expect(body).To(HavePrefix("B "))
+
+		By("without a host in the filter state, the Host with the filter state's port")
+		code, body = dfpRequest(port, "beta.test", "/")
+		Expect(code).To(Equal(200), body)
+		Expect(body).To(Equal("B host=beta.test sni=-"))
+
+		clusters := s.Get("/clusters").Body
+		Expect(hostLine(clusters, "dfp_fs", fmt.Sprintf("127.0.0.3:%d", up), "hostname")).To(Equal(fmt.Sprintf("gamma.test:%d", up)))
+		Expect(hostLine(clusters, "dfp_fs", fmt.Sprintf("127.0.0.2:%d", up), "rq_total")).To(Equal("2"))
+		Expect(statValue(s, "dns_cache.fs_cache.num_hosts")).To(Equal("2"), "elsewhere.test was never loaded")
+	})
+})
