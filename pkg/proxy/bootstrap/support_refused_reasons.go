@@ -34,4 +34,10 @@ var refusedWhy = map[protoreflect.FullName]string{
 		"gopher-lua, the Lua Outrigger runs, cannot load C modules; package_paths (Lua modules) are supported",
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.package_cpaths": "not supported by Outrigger: " +
 		"gopher-lua, the Lua Outrigger runs, cannot load C modules; package_paths (Lua modules) are supported",
+	"envoy.extensions.filters.network.set_filter_state.v3.Config.on_downstream_data": "not supported by Outrigger: " +
+		"its network filters run once per connection, before the terminal filter reads, and none is called again " +
+		"on the first bytes; on_new_connection and on_downstream_tls_handshake are supported",
+	"envoy.extensions.filters.listener.original_src.v3.OriginalSrc.bind_port": "not supported by Outrigger: " +
+		"Envoy's API hides it as not implemented and Envoy ignores it; the client's address without its port " +
+		"(mark too) is supported",
 }

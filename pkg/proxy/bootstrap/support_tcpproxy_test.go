@@ -7,7 +7,6 @@ import "testing"
 // meaning (pkg/proxy/filters/network/tcpproxy checks their values); the fields
 // Outrigger implements now load.
 func TestValidateTCPProxyIdleTimeouts(t *testing.T) {
-	tp := "static_resources.listeners[1].filter_chains[0].filters[0].typed_config"
 	runValidateCases(t, map[string]validateCase{
 		"per-side idle timeouts": {
 			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, downstream_idle_timeout: 1s, upstream_idle_timeout: 0s}}`),
