@@ -300,10 +300,10 @@ var _ = Describe("TCP proxy", func() {
 
 	It("refuses what it does not implement, and a bad configuration, with their paths", func() {
 		tp := "static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
-		r, _ := validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, on_demand: {resources_locator: \"xdstp://x\"}, upstream_idle_timeout: 1s", tcpCluster("echo", 1)))
+		r, _ := validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, on_demand: {resources_locator: \"xdstp://x\"}, upstream_idle_timeout: -1s", tcpCluster("echo", 1)))
 		Expect(r.ExitCode).NotTo(Equal(0))
 		Expect(r.Stderr).To(ContainSubstring(tp + ".on_demand.resources_locator: not supported by Outrigger"))
-		Expect(r.Stderr).To(ContainSubstring(tp + ".upstream_idle_timeout: not implemented by Envoy either"))
+		Expect(r.Stderr).To(ContainSubstring("upstream_idle_timeout: must not be negative"))
 
 		r, _ = validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, upstream_connect_mode: ON_DOWNSTREAM_DATA", tcpCluster("echo", 1)))
 		Expect(r.ExitCode).NotTo(Equal(0))

@@ -6,8 +6,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // cache, the dynamic_forward_proxy cluster type, the HTTP filter, the SNI
 // network filter, and sni_cluster (which has no field). Not implemented,
 // so refused with their path: the cluster's sub_clusters_config, the
-// filters' save_upstream_address, allow_dynamic_host_from_filter_state
-// and sub_cluster_config, the cache's key_value_config,
+// HTTP filter's sub_cluster_config, the cache's key_value_config,
 // resolved_address_filter and deprecated resolver fields.
 var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	// Custom cluster types (cluster_type); the builder refuses the ones
@@ -38,11 +37,14 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers.max_pending_requests":  {},
 
 	// envoy.filters.http.dynamic_forward_proxy.
-	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.dns_cache_config":       {},
-	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig.host_rewrite_literal": {},
-	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig.host_rewrite_header":  {},
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.dns_cache_config":                     {},
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.save_upstream_address":                {},
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.allow_dynamic_host_from_filter_state": {},
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig.host_rewrite_literal":               {},
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig.host_rewrite_header":                {},
 
 	// envoy.filters.network.sni_dynamic_forward_proxy.
-	"envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig.dns_cache_config": {},
-	"envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig.port_value":       {},
+	"envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig.dns_cache_config":      {},
+	"envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig.port_value":            {},
+	"envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig.save_upstream_address": {},
 }

@@ -11,9 +11,6 @@ var envoyUnimplemented = map[protoreflect.FullName]struct{}{
 	"envoy.config.bootstrap.v3.Bootstrap.node_context_params":   {},
 	"envoy.config.bootstrap.v3.Bootstrap.config_sources":        {},
 	"envoy.config.bootstrap.v3.Bootstrap.default_config_source": {},
-	// tcp_proxy: idle_timeout is Envoy's one idle timer (both sides).
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.downstream_idle_timeout": {},
-	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.upstream_idle_timeout":   {},
 	// The connection manager's path transformations and IPv4-mapped
 	// remote addresses: declared, never wired into Envoy's connection
 	// manager (normalize_path and merge_slashes are what it applies).

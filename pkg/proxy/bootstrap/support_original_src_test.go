@@ -17,7 +17,7 @@ func TestValidateOriginalSrc(t *testing.T) {
 		},
 		"bind_port": {
 			overlay: listenerYAML(`listener_filters: [{name: envoy.filters.listener.original_src, typed_config: {"@type": `+lfURL+`, bind_port: true}}],`, hcm),
-			want:    []string{"static_resources.listeners[1].listener_filters[0].typed_config.bind_port: not supported by Outrigger"},
+			want:    []string{"static_resources.listeners[1].listener_filters[0].typed_config.bind_port: not supported by Outrigger: Envoy's API hides it as not implemented and Envoy ignores it; the client's address without its port (mark too) is supported"},
 		},
 	})
 }

@@ -38,10 +38,16 @@ var refusedWhy = map[protoreflect.FullName]string{
 		"logger; the audit loggers (envoy.rbac.audit_loggers.stream, a JSON line on stdout per decision) are gRPC's",
 	"envoy.config.rbac.v3.Permission.matcher": "not supported by Outrigger: Envoy's only permission matcher, " +
 		"envoy.rbac.matchers.upstream_ip_port, matches the upstream address a dynamic forward proxy filter saved in " +
-		"filter state envoy.stream.upstream_address (save_upstream_address); Outrigger keeps no such filter state, and " +
-		"the upstream host is otherwise chosen after the RBAC filter runs, so it could never match",
+		"filter state envoy.stream.upstream_address (save_upstream_address, which Outrigger's dynamic forward proxy " +
+		"filters write); the matcher itself is not implemented yet",
 	"envoy.extensions.filters.http.lua.v3.Lua.shared_vm_id":         luaSharedVMRefused,
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.shared_vm_id": luaSharedVMRefused,
+	"envoy.extensions.filters.network.set_filter_state.v3.Config.on_downstream_data": "not supported by Outrigger: " +
+		"its network filters run once per connection, before the terminal filter reads, and none is called again " +
+		"on the first bytes; on_new_connection and on_downstream_tls_handshake are supported",
+	"envoy.extensions.filters.listener.original_src.v3.OriginalSrc.bind_port": "not supported by Outrigger: " +
+		"Envoy's API hides it as not implemented and Envoy ignores it; the client's address without its port " +
+		"(mark too) is supported",
 }
 
 // luaSharedVMRefused says why the Lua filter's shared_vm_id is refused.

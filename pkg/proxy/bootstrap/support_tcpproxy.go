@@ -5,9 +5,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedTCPProxy lists the fields of envoy.filters.network.tcp_proxy
 // that Outrigger implements (see supportedCore and
 // pkg/proxy/filters/network/tcpproxy). Not implemented, so refused with
-// their path: on_demand.resources_locator, downstream_idle_timeout and
-// upstream_idle_timeout (not implemented by Envoy either: its API hides
-// them as not implemented).
+// their path: on_demand.resources_locator. downstream_idle_timeout and
+// upstream_idle_timeout, which Envoy's API hides as not implemented, are
+// implemented with their documented meaning (docs/compat.md).
 var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.stat_prefix":                                          {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.cluster":                                              {},
@@ -20,6 +20,8 @@ var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.proxy_protocol_tlvs":                                  {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.proxy_protocol_tlv_merge_policy":                      {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.idle_timeout":                                         {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.downstream_idle_timeout":                              {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.upstream_idle_timeout":                                {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.access_log":                                           {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.max_connect_attempts":                                 {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.backoff_options":                                      {},

@@ -250,15 +250,14 @@ func TestValidateSupport(t *testing.T) {
 		"rbac fields not implemented": {
 			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r, rules: {policies: {p: {permissions: [{matcher: {name: t, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}], principals: [{filter_state: {key: k, string_match: {exact: v}}}], cel_config: {}}}, audit_logging_options: {}}}}`),
 			want: []string{
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].matcher: not supported by Outrigger: Envoy's only permission matcher, envoy.rbac.matchers.upstream_ip_port, matches the upstream address a dynamic forward proxy filter saved in filter state envoy.stream.upstream_address (save_upstream_address); Outrigger keeps no such filter state, and the upstream host is otherwise chosen after the RBAC filter runs, so it could never match`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].matcher: not supported by Outrigger: Envoy's only permission matcher, envoy.rbac.matchers.upstream_ip_port, matches the upstream address a dynamic forward proxy filter saved in filter state envoy.stream.upstream_address (save_upstream_address, which Outrigger's dynamic forward proxy filters write); the matcher itself is not implemented yet`,
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.audit_logging_options: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger: Envoy's RBAC filters never call an audit logger; the audit loggers (envoy.rbac.audit_loggers.stream, a JSON line on stdout per decision) are gRPC's`,
 			},
 		},
 		"tcp_proxy fields not implemented": {
-			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, max_early_data_bytes: 1024, on_demand: {resources_locator: "xdstp://x"}, upstream_connect_mode: ON_DOWNSTREAM_DATA, downstream_idle_timeout: 1s}}`),
+			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, max_early_data_bytes: 1024, on_demand: {resources_locator: "xdstp://x"}, upstream_connect_mode: ON_DOWNSTREAM_DATA}}`),
 			want: []string{
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.on_demand.resources_locator: not supported by Outrigger`,
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.downstream_idle_timeout: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger`,
 			},
 		},
 		"tcp_proxy not last": {

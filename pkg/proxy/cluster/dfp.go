@@ -13,6 +13,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -158,10 +160,12 @@ func (c *Cluster) DynamicForwardProxy() (defaultPort uint16, ok bool) {
 	return c.defaultPort(), true
 }
 
-// pickDFP returns the host pc names, in Envoy's order: the request's
-// Host, else the connection's server name; the port when it names none is
-// the SNI filter's, else the cluster's default. Nil when the cache has not
-// resolved that host (the filters load it first).
+// pickDFP returns the host pc names, in Envoy's order: the filter state's
+// envoy.upstream.dynamic_host, else the request's Host, else the
+// connection's server name; the port when it names none is the filter
+// state's envoy.upstream.dynamic_port (the SNI filter's), else the
+// cluster's default. Nil when the cache has not resolved that host (the
+// filters load it first).
 func (c *Cluster) pickDFP(pc *upstream.PickContext) *upstream.Host {
 	if pc == nil {
 		return nil
@@ -173,6 +177,18 @@ func (c *Cluster) pickDFP(pc *upstream.PickContext) *upstream.Host {
 	port := c.defaultPort()
 	if p := pc.DynamicPort; p > 0 && p <= 65535 {
 		port = uint16(p)
+	}
+	if pc.FilterState != nil {
+		if v, ok := pc.FilterState.FilterState(netfilter.DynamicHostStateKey); ok {
+			if h, ok := filterstate.StringAccessorOf(v); ok {
+				raw = h
+			}
+		}
+		if v, ok := pc.FilterState.FilterState(netfilter.DynamicPortStateKey); ok {
+			if p, ok := v.(filterstate.UInt32); ok && p > 0 && p <= 65535 {
+				port = uint16(p)
+			}
+		}
 	}
 	key := dnscache.Key(raw, port)
 	if key == "" {

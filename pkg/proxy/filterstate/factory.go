@@ -9,7 +9,7 @@ import (
 )
 
 // The keys of the well-known objects Outrigger's filters read, beside
-// netfilter's ClusterStateKey and DynamicPortStateKey.
+// netfilter's ClusterStateKey, DynamicPortStateKey and DynamicHostStateKey.
 const (
 	// OriginalDstAddressKey is the address an ORIGINAL_DST cluster
 	// connects a connection to, in place of its original destination.
@@ -32,7 +32,7 @@ type Factory func(data string) (accesslog.FilterStateObject, bool)
 // refused rather than silently useless.
 func FactoryOf(name string) (Factory, bool) {
 	switch name {
-	case GenericString, netfilter.ClusterStateKey:
+	case GenericString, netfilter.ClusterStateKey, netfilter.DynamicHostStateKey:
 		return newString, true
 	case GenericHashableString:
 		return newHashableString, true

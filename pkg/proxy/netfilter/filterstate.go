@@ -14,6 +14,14 @@ const (
 	// connects to (a uint32): the SNI dynamic forward proxy filter sets
 	// it.
 	DynamicPortStateKey = "envoy.upstream.dynamic_port"
+	// DynamicHostStateKey is the host a dynamic forward proxy cluster
+	// connects to (a string), in place of the request's Host or the
+	// connection's server name.
+	DynamicHostStateKey = "envoy.upstream.dynamic_host"
+	// UpstreamAddressStateKey is the address a dynamic forward proxy
+	// filter resolved its host to (a filterstate.Address), with
+	// save_upstream_address.
+	UpstreamAddressStateKey = "envoy.stream.upstream_address"
 )
 
 // FilterStater is a connection that keeps Envoy's connection filter

@@ -90,11 +90,9 @@ func compilePermission(p *rbacv3.Permission) (node, error) {
 		return compileSourcedMetadata(r.SourcedMetadata)
 	case *rbacv3.Permission_Matcher:
 		// Envoy's one, envoy.rbac.matchers.upstream_ip_port, reads the
-		// upstream address the dynamic forward proxy filters save in
-		// filter state (save_upstream_address) before RBAC runs; nothing
-		// else knows the upstream address that early (the router picks
-		// the host after the filters).
-		return node{}, errors.New("matcher: permission extensions are not supported by Outrigger: Envoy's only one, envoy.rbac.matchers.upstream_ip_port, matches the upstream address a dynamic forward proxy filter saved in filter state envoy.stream.upstream_address (save_upstream_address); Outrigger keeps no such filter state, and the upstream host is otherwise chosen after the RBAC filter runs, so it could never match")
+		// upstream address the dynamic forward proxy filter saves with
+		// save_upstream_address; Outrigger does not implement it yet.
+		return node{}, errors.New("matcher: permission extensions are not supported by Outrigger (envoy.rbac.matchers.upstream_ip_port is not implemented yet)")
 	case *rbacv3.Permission_UriTemplate:
 		t, err := router.CompilePathMatchPolicy(r.UriTemplate)
 		if err != nil {

@@ -24,7 +24,9 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -71,12 +73,6 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		return nil, fmt.Errorf("expected a %s, got %T", proto.MessageName(&dfpv3.FilterConfig{}), config)
 	}
 	var errs []error
-	if c.GetSaveUpstreamAddress() {
-		errs = append(errs, errors.New("save_upstream_address: not supported by Outrigger (it has no filter state to save it in; see docs/compat.md)"))
-	}
-	if c.GetAllowDynamicHostFromFilterState() {
-		errs = append(errs, errors.New("allow_dynamic_host_from_filter_state: not supported by Outrigger (see docs/compat.md)"))
-	}
 	if c.GetSubClusterConfig() != nil {
 		errs = append(errs, errors.New("sub_cluster_config: not supported by Outrigger yet (see docs/compat.md)"))
 	}
@@ -95,7 +91,7 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	if err != nil {
 		return nil, fieldpath.Prefix("dns_cache_config.", err)
 	}
-	return &filter{name: ctx.Name, cache: cache, services: ctx.Services}, nil
+	return &filter{name: ctx.Name, cache: cache, services: ctx.Services, saveAddress: c.GetSaveUpstreamAddress(), fromFilterState: c.GetAllowDynamicHostFromFilterState()}, nil
 }
 
 // CompileRoute implements httpfilter.RouteFactory: a PerRouteConfig.
@@ -120,6 +116,13 @@ type filter struct {
 	name     string
 	cache    *dnscache.Cache
 	services httpfilter.Services
+	// saveAddress is save_upstream_address: the resolved address goes to
+	// the request's filter state (envoy.stream.upstream_address).
+	saveAddress bool
+	// fromFilterState is allow_dynamic_host_from_filter_state: the
+	// filter state's envoy.upstream.dynamic_host and dynamic_port come
+	// before the Host, as the cluster picks by them.
+	fromFilterState bool
 }
 
 var _ httpfilter.Decoder = (*filter)(nil)
@@ -145,7 +148,11 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if rc, _ := s.RouteConfig(f.name).(*routeConfig); rc != nil {
 		rewriteHost(s, rc)
 	}
-	if s.Request().Host == "" {
+	host := s.Request().Host
+	if f.fromFilterState {
+		host, port = dynamicTarget(s, host, port)
+	}
+	if host == "" {
 		// Nothing to resolve (an HTTP/1.0 request without Host): the
 		// cluster finds no host for it.
 		return httpfilter.Continue
@@ -156,7 +163,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return httpfilter.Stop
 	}
 	defer release()
-	h, st := f.cache.Load(s.Request().Host, port)
+	h, st := f.cache.Load(host, port)
 	switch st {
 	case dnscache.Overflow:
 		s.SendLocalReply(http.StatusServiceUnavailable, bodyOverflow, 0, detailsOverflow)
@@ -166,11 +173,35 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 			return httpfilter.Stop
 		}
 	}
-	if _, ok := h.Address(); !ok {
+	addr, ok := h.Address()
+	if !ok {
 		s.SendLocalReply(http.StatusServiceUnavailable, bodyResolution, accesslog.DNSResolutionFailed, detailsResolution+"{"+h.Details()+"}")
 		return httpfilter.Stop
 	}
+	if f.saveAddress {
+		// As Envoy's addHostAddressToFilterState: the request's, with
+		// the port the cache resolved the name with.
+		s.SetFilterState(netfilter.UpstreamAddressStateKey, filterstate.Address(addr))
+	}
 	return httpfilter.Continue
+}
+
+// dynamicTarget is what allow_dynamic_host_from_filter_state loads: the
+// filter state's envoy.upstream.dynamic_host (the request's, else its
+// connection's) in place of host, and its envoy.upstream.dynamic_port, a
+// port, in place of the default port of a host named without one.
+func dynamicTarget(s httpfilter.Stream, host string, port uint16) (string, uint16) {
+	if v, ok := s.FilterStateValue(netfilter.DynamicHostStateKey); ok {
+		if h, ok := filterstate.StringAccessorOf(v); ok {
+			host = h
+		}
+	}
+	if v, ok := s.FilterStateValue(netfilter.DynamicPortStateKey); ok {
+		if p, ok := v.(filterstate.UInt32); ok && p > 0 && p <= 65535 {
+			port = uint16(p)
+		}
+	}
+	return host, port
 }
 
 // rewriteHost applies a route's rewrite: the literal, else the first

@@ -16,6 +16,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
@@ -127,10 +128,9 @@ func TestCompileErrors(t *testing.T) {
 		cfg  *dfpv3.FilterConfig
 		want string
 	}{
-		"save_upstream_address": {&dfpv3.FilterConfig{SaveUpstreamAddress: true, ImplementationSpecifier: cacheConfig("c").ImplementationSpecifier}, "save_upstream_address: not supported"},
-		"no cache":              {&dfpv3.FilterConfig{}, "dns_cache_config: required"},
-		"cache without a name":  {cacheConfig(""), "dns_cache_config.name: required"},
-		"sub clusters":          {&dfpv3.FilterConfig{ImplementationSpecifier: &dfpv3.FilterConfig_SubClusterConfig{SubClusterConfig: &dfpv3.SubClusterConfig{}}}, "sub_cluster_config: not supported"},
+		"no cache":             {&dfpv3.FilterConfig{}, "dns_cache_config: required"},
+		"cache without a name": {cacheConfig(""), "dns_cache_config.name: required"},
+		"sub clusters":         {&dfpv3.FilterConfig{ImplementationSpecifier: &dfpv3.FilterConfig_SubClusterConfig{SubClusterConfig: &dfpv3.SubClusterConfig{}}}, "sub_cluster_config: not supported"},
 	}
 	m := dnscache.NewManager(dnscache.Options{Stats: stats.NewStore(), Resolver: func() dns.Resolver { return table{} }})
 	for name, tc := range cases {
@@ -143,5 +143,74 @@ func TestCompileErrors(t *testing.T) {
 	}
 	if _, err := (Factory{}).Compile(cacheConfig("c"), httpfilter.Context{}); err == nil {
 		t.Error("compiled without a DNS cache manager")
+	}
+}
+
+// TestSaveUpstreamAddress: with save_upstream_address, a resolved host's
+// address (with the port the name was loaded with) is the request's
+// envoy.stream.upstream_address; without it, or for a name that did not
+// resolve, there is none.
+func TestSaveUpstreamAddress(t *testing.T) {
+	saving := cacheConfig("c")
+	saving.SaveUpstreamAddress = true
+	run := func(cfg httpfilter.Config, host string) *httpfiltertest.Stream {
+		s := &httpfiltertest.Stream{Cluster: "dfp"}
+		s.Req.Host = host
+		cfg.NewFilter().(httpfilter.Decoder).DecodeHeaders(s)
+		return s
+	}
+	s := run(compile(t, saving), "b.test:8080")
+	obj, ok := s.FilterState["envoy.stream.upstream_address"]
+	if !ok {
+		t.Fatal("no envoy.stream.upstream_address")
+	}
+	if v, _ := obj.FilterStateString(); v != "10.0.0.2:8080" {
+		t.Errorf("envoy.stream.upstream_address = %q, want 10.0.0.2:8080", v)
+	}
+	if s := run(compile(t, saving), "nowhere.test"); s.FilterState["envoy.stream.upstream_address"] != nil {
+		t.Error("an address saved for a name that did not resolve")
+	}
+	if s := run(compile(t, cacheConfig("c")), "b.test"); s.FilterState["envoy.stream.upstream_address"] != nil {
+		t.Error("an address saved without save_upstream_address")
+	}
+}
+
+// TestDynamicHostFromFilterState: with allow_dynamic_host_from_filter_state
+// the filter state's envoy.upstream.dynamic_host and dynamic_port are
+// loaded in place of the Host (the request's state, else its
+// connection's); without it, the Host is.
+func TestDynamicHostFromFilterState(t *testing.T) {
+	allowing := cacheConfig("c")
+	allowing.AllowDynamicHostFromFilterState = true
+	allowing.SaveUpstreamAddress = true
+	cfg := compile(t, allowing)
+	cache := cfg.(*filter).cache
+	s := &httpfiltertest.Stream{Cluster: "dfp", ConnFilterState: map[string]any{"envoy.upstream.dynamic_host": filterstate.String("b.test")}}
+	s.SetFilterState("envoy.upstream.dynamic_port", filterstate.UInt32(9000))
+	s.Req.Host = "a.test"
+	if st := cfg.NewFilter().(httpfilter.Decoder).DecodeHeaders(s); st != httpfilter.Continue || s.Reply != nil {
+		t.Fatalf("%v %+v", st, s.Reply)
+	}
+	if cache.Lookup("b.test:9000") == nil || cache.Lookup("a.test:80") != nil {
+		t.Error("the filter state's host and port were not what was loaded")
+	}
+	if v, _ := s.FilterState["envoy.stream.upstream_address"].FilterStateString(); v != "10.0.0.2:9000" {
+		t.Errorf("envoy.stream.upstream_address = %q", v)
+	}
+
+	// A host without the filter state's: the Host, with the state's port.
+	s = &httpfiltertest.Stream{Cluster: "dfp", ConnFilterState: map[string]any{"envoy.upstream.dynamic_port": filterstate.UInt32(7000)}}
+	s.Req.Host = "a.test"
+	cfg.NewFilter().(httpfilter.Decoder).DecodeHeaders(s)
+	if cache.Lookup("a.test:7000") == nil {
+		t.Error("a.test:7000 was not loaded")
+	}
+
+	plain := compile(t, cacheConfig("c"))
+	s = &httpfiltertest.Stream{Cluster: "dfp", ConnFilterState: map[string]any{"envoy.upstream.dynamic_host": filterstate.String("b.test")}}
+	s.Req.Host = "a.test"
+	plain.NewFilter().(httpfilter.Decoder).DecodeHeaders(s)
+	if c := plain.(*filter).cache; c.Lookup("a.test:80") == nil || c.Lookup("b.test:80") != nil {
+		t.Error("without the flag the Host was not what was loaded")
 	}
 }

@@ -49,9 +49,6 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 		return nil, fmt.Errorf("expected a %s, got %T", proto.MessageName(&snidfpv3.FilterConfig{}), msg)
 	}
 	var errs []error
-	if c.GetSaveUpstreamAddress() {
-		errs = append(errs, errors.New("save_upstream_address: not supported by Outrigger (it has no filter state to save it in; see docs/compat.md)"))
-	}
 	port := c.GetPortValue()
 	if port == 0 || port > 65535 {
 		errs = append(errs, errors.New("port_value: required, a port (1 to 65535)"))
@@ -70,13 +67,16 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 	if err != nil {
 		return nil, fieldpath.Prefix("dns_cache_config.", err)
 	}
-	return &Filter{cache: cache, port: uint16(port)}, nil
+	return &Filter{cache: cache, port: uint16(port), saveAddress: c.GetSaveUpstreamAddress()}, nil
 }
 
 // Filter is a compiled FilterConfig.
 type Filter struct {
 	cache *dnscache.Cache
 	port  uint16
+	// saveAddress is save_upstream_address: the resolved address goes to
+	// the connection's filter state (netfilter.UpstreamAddressStateKey).
+	saveAddress bool
 }
 
 var _ netfilter.ReadFilter = (*Filter)(nil)
@@ -88,7 +88,14 @@ var refused = netfilter.Refusal{}
 // OnNewConnection implements netfilter.ReadFilter, as Envoy's
 // onNewConnection.
 func (f *Filter) OnNewConnection(c netfilter.Conn) *netfilter.Refusal {
+	// The filter state's envoy.upstream.dynamic_host comes before the
+	// server name, as in Envoy (and as the cluster picks).
 	host := accesslog.RequestedServerName(c)
+	if v, ok := netfilter.FilterStateOf(c, netfilter.DynamicHostStateKey); ok {
+		if h, ok := filterstate.StringAccessorOf(v); ok {
+			host = h
+		}
+	}
 	if host == "" {
 		return nil
 	}
@@ -119,7 +126,25 @@ func (f *Filter) OnNewConnection(c netfilter.Conn) *netfilter.Refusal {
 		select {
 		case <-h.Done():
 		case <-gone:
+			return nil
 		}
 	}
+	f.save(c, h)
 	return nil
+}
+
+// save keeps the name's resolved address in the connection's filter
+// state with save_upstream_address, as Envoy's addHostAddressToFilterState;
+// a name that did not resolve leaves none.
+func (f *Filter) save(c netfilter.Conn, h *dnscache.Host) {
+	if !f.saveAddress {
+		return
+	}
+	addr, ok := h.Address()
+	if !ok {
+		return
+	}
+	if fs, ok := c.(netfilter.FilterStater); ok {
+		fs.SetFilterState(netfilter.UpstreamAddressStateKey, filterstate.Address(addr))
+	}
 }

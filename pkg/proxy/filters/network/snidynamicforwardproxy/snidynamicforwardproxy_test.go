@@ -76,11 +76,8 @@ func TestLoadsTheServerName(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	m := dnscache.NewManager(dnscache.Options{Stats: stats.NewStore(), Resolver: func() dns.Resolver { return oneName{} }})
-	saving := config(443)
-	saving.SaveUpstreamAddress = true
 	for cfg, want := range map[*snidfpv3.FilterConfig]string{
 		config(0): "port_value: required",
-		saving:    "save_upstream_address: not supported",
 		{PortSpecifier: &snidfpv3.FilterConfig_PortValue{PortValue: 1}}: "dns_cache_config: required",
 	} {
 		if _, err := (Factory{}).Compile(cfg, netfilter.Context{Clusters: clusters{m}}); err == nil || !strings.Contains(err.Error(), want) {
@@ -89,5 +86,54 @@ func TestCompileErrors(t *testing.T) {
 	}
 	if _, err := (Factory{}).Compile(config(443), netfilter.Context{}); err == nil {
 		t.Error("compiled without a DNS cache manager")
+	}
+}
+
+// TestSaveUpstreamAddress: with save_upstream_address, the connection's
+// envoy.stream.upstream_address is the server name's resolved address at
+// the port it was loaded with; none for a name that did not resolve.
+func TestSaveUpstreamAddress(t *testing.T) {
+	m := dnscache.NewManager(dnscache.Options{Stats: stats.NewStore(), Resolver: func() dns.Resolver { return oneName{} }})
+	m.Start()
+	defer m.Close()
+	cfg := config(8443)
+	cfg.SaveUpstreamAddress = true
+	f, err := Factory{}.Compile(cfg, netfilter.Context{Clusters: clusters{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{sni: "a.test"}
+	if r := f.(netfilter.ReadFilter).OnNewConnection(c); r != nil {
+		t.Fatalf("refused: %+v", r)
+	}
+	v, ok := c.FilterState(netfilter.UpstreamAddressStateKey)
+	if a, _ := v.(filterstate.Address); !ok || netip.AddrPort(a).String() != "10.0.0.1:8443" {
+		t.Errorf("envoy.stream.upstream_address = %v %v, want 10.0.0.1:8443", v, ok)
+	}
+	none := &conn{sni: "nowhere.test"}
+	_ = f.(netfilter.ReadFilter).OnNewConnection(none)
+	if v, ok := none.FilterState(netfilter.UpstreamAddressStateKey); ok {
+		t.Errorf("an address saved for a name that did not resolve: %v", v)
+	}
+}
+
+// TestDynamicHostFromFilterState: the connection's
+// envoy.upstream.dynamic_host comes before its server name, as in Envoy.
+func TestDynamicHostFromFilterState(t *testing.T) {
+	m := dnscache.NewManager(dnscache.Options{Stats: stats.NewStore(), Resolver: func() dns.Resolver { return oneName{} }})
+	m.Start()
+	defer m.Close()
+	f, err := Factory{}.Compile(config(8443), netfilter.Context{Clusters: clusters{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{sni: "other.test"}
+	c.SetFilterState(netfilter.DynamicHostStateKey, filterstate.String("a.test"))
+	if r := f.(netfilter.ReadFilter).OnNewConnection(c); r != nil {
+		t.Fatalf("refused: %+v", r)
+	}
+	cache, _ := m.ForConfig(&dfpcommonv3.DnsCacheConfig{Name: "c"})
+	if cache.Lookup("a.test:8443") == nil || cache.Lookup("other.test:8443") != nil {
+		t.Error("the filter state's host was not what was loaded")
 	}
 }

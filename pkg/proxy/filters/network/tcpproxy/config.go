@@ -72,7 +72,12 @@ type config struct {
 	weighted    []weighted
 	totalWeight uint64
 
-	idleTimeout    time.Duration // 0: none
+	idleTimeout time.Duration // 0: none
+	// downIdle and upIdle are downstream_idle_timeout and
+	// upstream_idle_timeout: how long each peer may send nothing (0: no
+	// limit).
+	downIdle       time.Duration
+	upIdle         time.Duration
 	maxAttempts    uint32
 	backoffBase    time.Duration // 0: retry at once
 	backoffMax     time.Duration
@@ -241,13 +246,18 @@ func compileWith(cfg *tcpproxyv3.TcpProxy, reg *extension.Registry) (*config, er
 	if c.flushInterval != 0 && c.flushInterval < time.Millisecond {
 		fail("access_log_options.access_log_flush_interval: must be at least 1ms")
 	}
-	refuse := func(set bool, field, why string) {
-		if set {
-			fail("%s: not supported by Outrigger (%s)", field, why)
+	if d := cfg.GetDownstreamIdleTimeout(); d != nil {
+		c.downIdle = d.AsDuration()
+		if c.downIdle < 0 {
+			fail("downstream_idle_timeout: must not be negative")
 		}
 	}
-	refuse(cfg.GetDownstreamIdleTimeout() != nil, "downstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
-	refuse(cfg.GetUpstreamIdleTimeout() != nil, "upstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
+	if d := cfg.GetUpstreamIdleTimeout(); d != nil {
+		c.upIdle = d.AsDuration()
+		if c.upIdle < 0 {
+			fail("upstream_idle_timeout: must not be negative")
+		}
+	}
 	if hp := cfg.GetHashPolicy(); len(hp) > 0 {
 		h, err := compileHashPolicy(hp)
 		if err != nil {

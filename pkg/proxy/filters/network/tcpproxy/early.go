@@ -56,6 +56,7 @@ func (e *earlyReader) run() {
 		n, err := e.conn.Read(buf)
 		if n > 0 {
 			e.s.touch()
+			e.s.heard(downSide, time.Since(e.s.mono))
 			st.rxBytesTotal.Add(uint64(n))
 			st.rxBuffered.Add(int64(n))
 			st.earlyData.Inc()

@@ -10,12 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Sides of a relay; a direction is named by the side it reads.
-const (
-	downSide = 0
-	upSide   = 1
-)
-
 // smallRead: a direction whose read is this small, and taken whole by
 // its receiver, gives its own buffer back (see relaySide.own).
 const smallRead = 4 << 10
@@ -303,6 +297,7 @@ func (r *relay) pump(i int) {
 			r.again = true
 			r.l.again = append(r.l.again, r)
 		}
+		s.heard(i, r.l.now.Sub(s.mono))
 		if i == downSide {
 			st.rxBytesTotal.Add(uint64(n))
 			s.rx.Add(uint64(n))

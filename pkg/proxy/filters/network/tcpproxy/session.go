@@ -107,6 +107,11 @@ type session struct {
 	// lastActive is when bytes last moved, as nanoseconds since mono;
 	// kept only with an idle timeout.
 	lastActive atomic.Int64
+	// heardDown and heardUp are when the downstream and the upstream last
+	// sent a byte, as lastActive; kept only with downstream_idle_timeout
+	// and upstream_idle_timeout (sideidle.go).
+	heardDown atomic.Int64
+	heardUp   atomic.Int64
 	// upWriting is set while bytes of the downstream are being written
 	// upstream: if the downstream goes away then, they are flushed first.
 	upWriting atomic.Bool
@@ -203,6 +208,7 @@ func (s *session) run() {
 	if cfg.idleTimeout > 0 {
 		s.startIdleTimer()
 	}
+	s.startSideIdleTimers()
 	if cfg.flushInterval > 0 {
 		s.startPeriodicLog()
 	}
@@ -411,6 +417,7 @@ func (s *session) pumpUp(src net.Conn, dst io.Writer, buf, held []byte) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			s.touch()
+			s.heard(downSide, time.Since(s.mono))
 			st.rxBytesTotal.Add(uint64(n))
 			s.rx.Add(uint64(n))
 			if !s.sendUp(w, buf[:n]) || s.drainClose() {
@@ -490,6 +497,7 @@ func (s *session) pumpDown(src io.Reader, dst net.Conn, buf, held []byte) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			s.touch()
+			s.heard(upSide, time.Since(s.mono))
 			s.up.bytes.read(n)
 			if !s.sendDown(w, buf[:n]) || s.drainClose() {
 				return
