@@ -181,7 +181,7 @@ func (p *oauthProvider) checkAssertion(f url.Values) error {
 	if f.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
 		return fmt.Errorf("client_assertion_type %q", f.Get("client_assertion_type"))
 	}
-	sig, err := jose.ParseSigned(f.Get("client_assertion"), []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
+	sig, err := jose.ParseSignedCompact(f.Get("client_assertion"), []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
 	if err != nil {
 		return err
 	}

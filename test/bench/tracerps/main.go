@@ -67,11 +67,9 @@ func main() {
 	)
 	flag.Parse()
 	if *serve != "" {
-		if err := serveHTTP(*serve, *port); err != nil {
-			fmt.Fprintln(os.Stderr, "tracerps:", err)
-			os.Exit(1)
-		}
-		return
+		// serveHTTP returns only when it fails.
+		fmt.Fprintln(os.Stderr, "tracerps:", serveHTTP(*serve, *port))
+		os.Exit(1)
 	}
 	bins := flag.Args()
 	if len(bins) == 0 {

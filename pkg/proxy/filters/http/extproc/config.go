@@ -187,6 +187,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 	if c.http != nil {
 		if m := c.mode; m.requestBody != extprocv3.ProcessingMode_NONE || m.responseBody != extprocv3.ProcessingMode_NONE || m.requestTrailers || m.responseTrailers {
 			// Envoy's words.
+			//lint:ignore ST1005 Envoy's message, kept as it is
 			return fail(errors.New("processing_mode: If http_service is configured, processing modes can not send any body or trailer."))
 		}
 		if p.GetObservabilityMode() {

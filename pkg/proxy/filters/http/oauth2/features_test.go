@@ -202,7 +202,7 @@ func TestPrivateKeyJWT(t *testing.T) {
 		if form.Get("client_id") != "app" || form.Has("client_secret") || form.Get("client_assertion_type") != clientAssertionType {
 			t.Fatalf("%s: token request = %v", tc.name, form)
 		}
-		sig, err := jose.ParseSigned(form.Get("client_assertion"), []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
+		sig, err := jose.ParseSignedCompact(form.Get("client_assertion"), []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
