@@ -8,9 +8,10 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedCore). The matcher forms (matcher, shadow_matcher) are the xDS
 // matcher (support_filters_tail.go lists its fields, the RBAC action and
 // the inputs). Not listed, so refused with their path:
-// audit_logging_options and the permission matcher. A principal's custom
-// extension is the mtls_authenticated principal (rbacengine refuses
-// other types with their path).
+// audit_logging_options. A principal's custom extension is the
+// mtls_authenticated principal and a permission's matcher the
+// upstream_ip_port matcher (rbacengine refuses other types with their
+// path).
 var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules":                    {},
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules_stat_prefix":        {},
@@ -80,7 +81,10 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.rbac.v3.Principal.not_id":           {},
 	"envoy.config.rbac.v3.Principal.sourced_metadata": {},
 	"envoy.config.rbac.v3.Principal.custom":           {},
+	"envoy.config.rbac.v3.Permission.matcher":         {},
 
+	"envoy.extensions.rbac.matchers.upstream_ip_port.v3.UpstreamIpPortMatcher.upstream_ip":           {},
+	"envoy.extensions.rbac.matchers.upstream_ip_port.v3.UpstreamIpPortMatcher.upstream_port_range":   {},
 	"envoy.extensions.rbac.principals.mtls_authenticated.v3.Config.san_matcher":                      {},
 	"envoy.extensions.rbac.principals.mtls_authenticated.v3.Config.any_validated_client_certificate": {},
 	// A string_match on the object's PLAIN form (the HTTP filter only;

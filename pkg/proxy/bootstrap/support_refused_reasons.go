@@ -36,10 +36,6 @@ var refusedWhy = map[protoreflect.FullName]string{
 		"gopher-lua, the Lua Outrigger runs, cannot load C modules; package_paths (Lua modules) are supported",
 	"envoy.config.rbac.v3.RBAC.audit_logging_options": notInEnvoy + ": Envoy's RBAC filters never call an audit " +
 		"logger; the audit loggers (envoy.rbac.audit_loggers.stream, a JSON line on stdout per decision) are gRPC's",
-	"envoy.config.rbac.v3.Permission.matcher": "not supported by Outrigger: Envoy's only permission matcher, " +
-		"envoy.rbac.matchers.upstream_ip_port, matches the upstream address a dynamic forward proxy filter saved in " +
-		"filter state envoy.stream.upstream_address (save_upstream_address, which Outrigger's dynamic forward proxy " +
-		"filters write); the matcher itself is not implemented yet",
 	"envoy.extensions.filters.http.lua.v3.Lua.shared_vm_id":         luaSharedVMRefused,
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.shared_vm_id": luaSharedVMRefused,
 	"envoy.extensions.filters.network.set_filter_state.v3.Config.on_downstream_data": "not supported by Outrigger: " +

@@ -250,7 +250,7 @@ func TestValidateSupport(t *testing.T) {
 		"rbac fields not implemented": {
 			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r, rules: {policies: {p: {permissions: [{matcher: {name: t, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}], principals: [{filter_state: {key: k, string_match: {exact: v}}}], cel_config: {}}}, audit_logging_options: {}}}}`),
 			want: []string{
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].matcher: not supported by Outrigger: Envoy's only permission matcher, envoy.rbac.matchers.upstream_ip_port, matches the upstream address a dynamic forward proxy filter saved in filter state envoy.stream.upstream_address (save_upstream_address, which Outrigger's dynamic forward proxy filters write); the matcher itself is not implemented yet`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].matcher.typed_config: extension "google.protobuf.Empty" is not supported by Outrigger; see docs/extensions.md`,
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.audit_logging_options: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger: Envoy's RBAC filters never call an audit logger; the audit loggers (envoy.rbac.audit_loggers.stream, a JSON line on stdout per decision) are gRPC's`,
 			},
 		},

@@ -118,6 +118,7 @@ import (
 	uritemplatematchv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/path/match/uri_template/v3"
 	uritemplaterewritev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/path/rewrite/uri_template/v3"
 	rldexprv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rate_limit_descriptors/expr/v3"
+	upstreamipportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/matchers/upstream_ip_port/v3"
 	mtlsauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/principals/mtls_authenticated/v3"
 	googlere2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/regex_engines/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
@@ -417,6 +418,9 @@ func Registry() *extension.Registry {
 		// RBAC's mtls_authenticated principal (Principal.custom); package
 		// rbacengine compiles it with the policies (rbacengine/custom.go).
 		extension.Of(rbacengine.MTLSAuthenticatedName, rbacengine.PrincipalsCategory, &mtlsauthnv3.Config{}, nil),
+		// Its one permission matcher (Permission.matcher), compiled there
+		// too (rbacengine/upstreamipport.go).
+		extension.Of(rbacengine.UpstreamIPPortName, rbacengine.MatchersCategory, &upstreamipportv3.UpstreamIpPortMatcher{}, nil),
 
 		extension.Of(dns.CaresName, dns.Category, &caresv3.CaresDnsResolverConfig{}, dns.CaresFactory{}),
 		extension.Of(dns.GetAddrInfoName, dns.Category, &getaddrinfov3.GetAddrInfoDnsResolverConfig{}, dns.GetAddrInfoFactory{}),

@@ -135,6 +135,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.path.match proxy.path.match.uri_template.uri_template_matcher envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig",
 		"envoy.path.rewrite proxy.path.rewrite.uri_template.uri_template_rewriter envoy.extensions.path.rewrite.uri_template.v3.UriTemplateRewriteConfig",
 		"envoy.rate_limit_descriptors proxy.rate_limit_descriptors.expr envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor",
+		"envoy.rbac.matchers proxy.rbac.matchers.upstream_ip_port envoy.extensions.rbac.matchers.upstream_ip_port.v3.UpstreamIpPortMatcher",
 		"envoy.rbac.principals proxy.rbac.principals.mtls_authenticated envoy.extensions.rbac.principals.mtls_authenticated.v3.Config",
 		"envoy.regex_engines proxy.regex_engines.google_re2 envoy.extensions.regex_engines.v3.GoogleRE2",
 		"envoy.request_id proxy.request_id.uuid envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig",

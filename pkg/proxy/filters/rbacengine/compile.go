@@ -89,10 +89,11 @@ func compilePermission(p *rbacv3.Permission) (node, error) {
 	case *rbacv3.Permission_SourcedMetadata:
 		return compileSourcedMetadata(r.SourcedMetadata)
 	case *rbacv3.Permission_Matcher:
-		// Envoy's one, envoy.rbac.matchers.upstream_ip_port, reads the
-		// upstream address the dynamic forward proxy filter saves with
-		// save_upstream_address; Outrigger does not implement it yet.
-		return node{}, errors.New("matcher: permission extensions are not supported by Outrigger (envoy.rbac.matchers.upstream_ip_port is not implemented yet)")
+		n, err := compileMatcherPermission(r.Matcher)
+		if err != nil {
+			return node{}, fmt.Errorf("matcher.%w", err)
+		}
+		return n, nil
 	case *rbacv3.Permission_UriTemplate:
 		t, err := router.CompilePathMatchPolicy(r.UriTemplate)
 		if err != nil {

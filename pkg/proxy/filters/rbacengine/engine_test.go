@@ -252,7 +252,7 @@ func TestCompileErrors(t *testing.T) {
 		"port range bounds":     {`{"destination_port_range":{"start":-1,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range.start: range start -1 is out of bounds`},
 		"uri_template":          {`{"uri_template":{"name":"t"}}`, anyRule, `policies["p"].permissions[0].uri_template.typed_config: a typed_config is required`},
 		"uri_template syntax":   {fmt.Sprintf(uriTemplate, "/a/**/*"), anyRule, `policies["p"].permissions[0].uri_template.typed_config.path_template: "/a/**/*" is invalid: glob after text glob`},
-		"matcher":               {`{"or_rules":{"rules":[{"matcher":{"name":"m"}}]}}`, anyRule, `policies["p"].permissions[0].or_rules.rules[0].matcher: permission extensions are not supported by Outrigger (envoy.rbac.matchers.upstream_ip_port is not implemented yet)`},
+		"matcher":               {`{"or_rules":{"rules":[{"matcher":{"name":"m"}}]}}`, anyRule, `policies["p"].permissions[0].or_rules.rules[0].matcher.typed_config: required`},
 		"sourced_metadata":      {`{"sourced_metadata":{"metadata_matcher":{"filter":"f","value":{"present_match":true}}}}`, anyRule, `policies["p"].permissions[0].sourced_metadata.metadata_matcher.path: at least one segment is required`},
 		"filter_state address":  {anyRule, `{"filter_state":{"key":"k","address_match":{"ranges":[{"address_prefix":"x"}]}}}`, `policies["p"].principals[0].filter_state.address_match.ranges[0].address_prefix: "x" is not an IP address`},
 		"custom without config": {anyRule, `{"custom":{"name":"c"}}`, `policies["p"].principals[0].custom.typed_config: required`},

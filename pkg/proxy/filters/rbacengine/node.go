@@ -32,6 +32,7 @@ const (
 	kindRemoteIP
 	kindFilterState
 	kindMTLSAuthenticated
+	kindUpstreamIPPort
 )
 
 // node is a compiled permission or principal. It is one concrete type
@@ -49,8 +50,10 @@ type node struct {
 	hasStr bool
 	// prefix is an IP matcher's range.
 	prefix netip.Prefix
-	// lo and hi are a port (lo) or a port range [lo, hi).
+	// lo and hi are a port (lo) or a port range [lo, hi); with ports,
+	// upstream_ip_port's closed range [lo, hi].
 	lo, hi uint32
+	ports  bool
 	meta   *filter.MetadataMatcher
 	// tmpl is a uri_template permission's matcher.
 	tmpl *router.URITemplate
@@ -133,7 +136,7 @@ func (n *node) needs() Needs {
 		return NeedTLS
 	case kindRouteMetadata:
 		return NeedRoute
-	case kindFilterState:
+	case kindFilterState, kindUpstreamIPPort:
 		return NeedFilterState
 	}
 	return 0
@@ -198,6 +201,8 @@ func (n *node) match(in *Input) bool {
 		return authenticated(n, in)
 	case kindFilterState:
 		return filterStateMatches(n, in)
+	case kindUpstreamIPPort:
+		return upstreamIPPort(n, in)
 	case kindMTLSAuthenticated:
 		return mtlsAuthenticated(n, in)
 	}
