@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -50,13 +51,13 @@ type httpClient struct {
 	// metadata (dynamic_metadata_from_headers).
 	toMetadata matchers
 	// retry is retry_policy.
-	retry httpRetry
+	retry grpcservice.ClientRetry
 }
 
 // newHTTPClient compiles an HttpService; the timeout is server_uri's,
 // else def (0: none).
 func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services, def time.Duration) (*httpClient, time.Duration, error) {
-	retry, err := compileHTTPRetry(hs.GetRetryPolicy())
+	retry, err := grpcservice.CompileClientRetry(hs.GetRetryPolicy(), "the HTTP service")
 	if err != nil {
 		return nil, 0, fmt.Errorf("retry_policy.%w", err)
 	}
@@ -190,7 +191,7 @@ func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest, rendere
 		}
 		return req, nil
 	}
-	resp, _, err := c.retry.do(ctx, c.transport, newReq)
+	resp, err := retried(ctx, c.retry, c.transport, newReq)
 	if err != nil {
 		return errorResponse(err.Error())
 	}

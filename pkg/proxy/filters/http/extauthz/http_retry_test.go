@@ -13,6 +13,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 )
 
 func TestHTTPRetry(t *testing.T) {
@@ -43,14 +45,14 @@ func TestHTTPRetry(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			r, err := compileHTTPRetry(tc.policy)
+			r, err := grpcservice.CompileClientRetry(tc.policy, "the HTTP service")
 			if err != nil {
 				t.Fatal(err)
 			}
 			newReq := func(ctx context.Context) (*http.Request, error) {
 				return http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader("body"))
 			}
-			a, _, err := r.do(context.Background(), http.DefaultTransport, newReq)
+			a, err := retried(context.Background(), r, http.DefaultTransport, newReq)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +65,7 @@ func TestHTTPRetry(t *testing.T) {
 
 func TestHTTPRetryConnectFailure(t *testing.T) {
 	// Nothing listens: every try fails to connect, and is retried.
-	r, err := compileHTTPRetry(&corev3.RetryPolicy{NumRetries: wrapperspb.UInt32(2), RetryBackOff: &corev3.BackoffStrategy{BaseInterval: durationpb.New(time.Millisecond)}})
+	r, err := grpcservice.CompileClientRetry(&corev3.RetryPolicy{NumRetries: wrapperspb.UInt32(2), RetryBackOff: &corev3.BackoffStrategy{BaseInterval: durationpb.New(time.Millisecond)}}, "the HTTP service")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func TestHTTPRetryConnectFailure(t *testing.T) {
 		tries.Add(1)
 		return http.NewRequestWithContext(ctx, "GET", "http://127.0.0.1:1/", nil)
 	}
-	if _, _, err := r.do(context.Background(), http.DefaultTransport, newReq); err == nil {
+	if _, err := retried(context.Background(), r, http.DefaultTransport, newReq); err == nil {
 		t.Fatal("no error")
 	}
 	if tries.Load() != 3 {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,7 +18,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -102,13 +101,10 @@ type remoteJWKS struct {
 	transport       *http.Transport
 	now             func() time.Time
 	success, failed *stats.Counter
-	// retries is retry_policy's num_retries (0 without a retry_policy),
-	// backoff its retry_back_off: a try that failed to connect, was
-	// reset, got a 5xx or outlived backoff.Max (the per-try timeout; 0
-	// without a retry_policy) is tried again after a jittered
-	// exponential back-off, all tries within the timeout.
-	retries int
-	backoff dns.Backoff
+	// retry is retry_policy: a try that failed to connect, was reset,
+	// got a 5xx or outlived the per-try timeout is tried again after a
+	// jittered exponential back-off, all tries within the timeout.
+	retry grpcservice.ClientRetry
 
 	mu      sync.Mutex
 	keys    *keySet
@@ -236,35 +232,23 @@ func (r *remoteJWKS) run(f *fetch) {
 func (r *remoteJWKS) fetchRetried() (*keySet, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	var bo *dns.BackoffState
-	for try := 0; ; try++ {
-		tryCtx, tryCancel := ctx, context.CancelFunc(func() {})
-		if r.backoff.Max > 0 {
-			tryCtx, tryCancel = context.WithTimeout(ctx, r.backoff.Max)
-		}
-		ks, retriable, err := r.fetchOnce(tryCtx)
+	var (
+		ks  *keySet
+		err error
+	)
+	r.retry.Do(ctx, r.stop, func(tryCtx context.Context) bool {
+		var retriable bool
+		ks, retriable, err = r.fetchOnce(tryCtx)
 		// A try that timed out is a 504, which 5xx retries.
 		if err != nil && tryCtx.Err() != nil && ctx.Err() == nil {
 			retriable = true
 		}
-		tryCancel()
-		if err == nil || !retriable || try >= r.retries || ctx.Err() != nil {
-			return ks, err
-		}
-		if bo == nil {
-			bo = dns.NewBackoffState(&r.backoff, 0, rand.Uint64)
-		}
-		t := time.NewTimer(bo.Next())
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, err
-		case <-r.stop:
-			t.Stop()
-			return nil, err
-		}
+		return err != nil && retriable
+	})
+	if err != nil {
+		return nil, err
 	}
+	return ks, nil
 }
 
 // fetchOnce is one GET of the JWKS through the cluster; retriable reports

@@ -8,7 +8,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	jwtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
@@ -37,24 +36,9 @@ type InitTargets interface {
 // retry_policy; its other fields, which that conversion drops, are
 // refused by the support check.
 func (r *remoteJWKS) setRetryPolicy(p *corev3.RetryPolicy) error {
-	if p == nil {
-		return nil
-	}
-	if p.GetRetryOn() != "" {
-		// Envoy's conversion drops it: the fetch retries on
-		// 5xx,gateway-error,connect-failure,reset always.
-		return errors.New("retry_on: not supported by Outrigger for remote_jwks (Envoy ignores it there)")
-	}
-	r.retries = 1
-	if n := p.GetNumRetries(); n != nil {
-		r.retries = int(n.GetValue())
-	}
-	b, err := grpcservice.CompileBackoff(p)
-	if err != nil {
-		return err
-	}
-	r.backoff = dns.Backoff{Base: b.Base, Max: b.Max}
-	return nil
+	var err error
+	r.retry, err = grpcservice.CompileClientRetry(p, "remote_jwks")
+	return err
 }
 
 // setAsyncFetch applies async_fetch: the keys are fetched in the

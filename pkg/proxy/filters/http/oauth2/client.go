@@ -122,7 +122,7 @@ func (c *config) requestTokens(ctx context.Context, body string, clientSecret []
 	if c.svc.Cluster(c.cluster) == nil {
 		return tokens{}, &tokenFailure{reason: "Token endpoint cluster not found"}
 	}
-	res, _ := c.retry.do(ctx, func(ctx context.Context) tryResult { return c.tryTokenRequest(ctx, body, clientSecret) })
+	res := retriedToken(ctx, c.retry, func(ctx context.Context) tryResult { return c.tryTokenRequest(ctx, body, clientSecret) })
 	status, raw := res.status, res.body
 	if res.err != nil {
 		// Envoy's async client gets the router's local reply then, and

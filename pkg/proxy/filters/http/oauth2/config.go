@@ -18,6 +18,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/genericsecret"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -52,7 +53,7 @@ type config struct {
 	timeout              time.Duration
 	defaultExpiresIn     time.Duration
 	// retry is retry_policy; jwt the PRIVATE_KEY_JWT authentication.
-	retry tokenRetry
+	retry grpcservice.ClientRetry
 	jwt   *privateKeyJWT
 
 	// authorizationURL is the authorization endpoint without its query;
@@ -154,7 +155,7 @@ func compile(p *oauth2v3.OAuth2Config, ctx httpfilter.Context, statPrefix string
 		return nil, err
 	}
 	var err error
-	if c.retry, err = compileTokenRetry(p.GetRetryPolicy()); err != nil {
+	if c.retry, err = grpcservice.CompileClientRetry(p.GetRetryPolicy(), "the token endpoint"); err != nil {
 		return nil, fmt.Errorf("retry_policy.%w", err)
 	}
 	if p.GetTokenCookieChunking() != nil {
