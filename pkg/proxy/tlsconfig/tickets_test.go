@@ -2,6 +2,7 @@ package tlsconfig
 
 import (
 	"crypto/tls"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -82,4 +83,8 @@ func TestSessionTicketKeysFromSecret(t *testing.T) {
 	if _, err := CompileServer(dc); err == nil || !strings.Contains(err.Error(), "session_ticket_keys_sds_secret_config: secrets are not available here") {
 		t.Fatalf("without secrets: error %v", err)
 	}
+	// The provider holds its servers weakly: s must live until the
+	// rejected updates above have been checked against it, or a
+	// collection in between leaves nothing to reject them.
+	runtime.KeepAlive(s)
 }
