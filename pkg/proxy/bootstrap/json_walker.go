@@ -20,6 +20,11 @@ type jsonWalker struct {
 	// filter being walked: an unknown type there leaves the filter out
 	// (see stubAny) rather than failing the file.
 	optionalAny string
+	// anyName is the configured name beside the typed_config being
+	// walked (a TypedExtensionConfig, a filter), so that an unknown type
+	// there is refused with what the table of extensions says of that
+	// name when its type's package does not spell it (see stubAny).
+	anyName string
 }
 
 // message checks v, the JSON form of a message of type md.
@@ -93,9 +98,24 @@ func (w *jsonWalker) fields(md protoreflect.MessageDescriptor, obj map[string]an
 		if md.FullName() == httpFilterName && fd.Name() == "typed_config" && isOptionalFilter(obj) {
 			w.optionalAny = p
 		}
+		if fd.Name() == "typed_config" {
+			w.anyName = siblingName(md, obj)
+		}
 		obj[key] = w.field(fd, val, p, depth)
 		w.optionalAny = ""
+		w.anyName = ""
 	}
+}
+
+// siblingName is the string "name" member of obj, a message of type md
+// that has a name field, or "".
+func siblingName(md protoreflect.MessageDescriptor, obj map[string]any) string {
+	fd := md.Fields().ByName("name")
+	if fd == nil || fd.Kind() != protoreflect.StringKind {
+		return ""
+	}
+	name, _ := obj["name"].(string)
+	return name
 }
 
 // jsonField resolves an object key the way protojson does: the JSON
@@ -297,7 +317,7 @@ func (w *jsonWalker) stubAny(obj map[string]any, path, typeURL string) {
 		// no factory for.
 		return
 	}
-	w.r.stub(path, typeURL)
+	w.r.stub(path, typeURL, w.anyName)
 }
 
 // isOptionalFilter reports whether the JSON object of an HttpFilter sets

@@ -57,7 +57,7 @@ func (l *Loaded) Problems(ext *extension.Registry) error {
 		if errors.As(err, &ut) {
 			// Why the extension is missing, from the table of Envoy's
 			// extensions, and where that table is.
-			err = fmt.Errorf("%w%s", err, ext.Refusal(ut.typeURL, ""))
+			err = fmt.Errorf("%w%s", err, ext.Refusal(ut.typeURL, ut.name))
 		}
 		errs = append(errs, err)
 	}

@@ -479,3 +479,44 @@ static_resources:
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
+
+// TestUnknownTypeRefusedByConfiguredName: when an unlinked config type's
+// package does not spell its extension's name (the UDP session filters
+// live under udp_proxy.session), the refusal quotes the table of
+// extensions for the name configured beside it.
+func TestUnknownTypeRefusedByConfiguredName(t *testing.T) {
+	yaml := `
+static_resources:
+  listeners:
+  - name: u
+    address: {socket_address: {protocol: UDP, address: 127.0.0.1, port_value: 10000}}
+    listener_filters:
+    - name: envoy.filters.udp_listener.udp_proxy
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig
+        stat_prefix: u
+        matcher: {on_no_match: {action: {name: route, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.udp.udp_proxy.v3.Route, cluster: c}}}}
+        session_filters:
+        - name: envoy.filters.udp.session.dynamic_forward_proxy
+          typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.udp.udp_proxy.session.dynamic_forward_proxy.v3.FilterConfig, stat_prefix: d}
+        - name: my.own.name
+          typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.udp.udp_proxy.session.dynamic_forward_proxy.v3.FilterConfig}
+  clusters:
+  - name: c
+    load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 10001}}}}]}]}
+`
+	l, err := Load(LoadOptions{ConfigYAML: yaml})
+	if err == nil || l == nil {
+		t.Fatalf("Load = %v, %v; want a partial result and an error", l, err)
+	}
+	got := errorLines(l.Problems(builtin.Registry()))
+	const unknown = `unknown type "type.googleapis.com/envoy.extensions.filters.udp.udp_proxy.session.dynamic_forward_proxy.v3.FilterConfig"`
+	want := []string{
+		`--config-yaml: static_resources.listeners[0].listener_filters[0].typed_config.session_filters[0].typed_config: ` + unknown +
+			" (envoy.filters.udp.session.dynamic_forward_proxy: " + builtin.Registry().Unsupported()["filters.udp.session.dynamic_forward_proxy"] + "); see docs/extensions.md",
+		`--config-yaml: static_resources.listeners[0].listener_filters[0].typed_config.session_filters[1].typed_config: ` + unknown + "; see docs/extensions.md",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}

@@ -46,9 +46,9 @@ func (r *decodeReport) fail(path, format string, args ...any) {
 }
 
 // stub records an Any at path of an unknown type that was replaced by a
-// placeholder.
-func (r *decodeReport) stub(path, typeURL string) {
-	r.stubbed = append(r.stubbed, &unknownTypeError{FieldError: fieldErrorf(path, "unknown type %q", typeURL), typeURL: typeURL})
+// placeholder; name is the extension name configured beside it, if any.
+func (r *decodeReport) stub(path, typeURL, name string) {
+	r.stubbed = append(r.stubbed, &unknownTypeError{FieldError: fieldErrorf(path, "unknown type %q", typeURL), typeURL: typeURL, name: name})
 }
 
 // unknownTypeError is an Any of a type this build does not link in: the
@@ -57,6 +57,10 @@ func (r *decodeReport) stub(path, typeURL string) {
 type unknownTypeError struct {
 	*FieldError
 	typeURL string
+	// name is the configured extension name beside the Any, which the
+	// table of extensions is searched by when the type's package does
+	// not follow Envoy's naming convention.
+	name string
 }
 
 // Unwrap exposes the located error.
