@@ -6,7 +6,6 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	mtlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/principals/mtls_authenticated/v3"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
@@ -22,17 +21,9 @@ const PrincipalsCategory = "envoy.rbac.principals"
 // compileCustomPrincipal compiles a Principal.custom extension; errors
 // name the field below it. Only mtls_authenticated is implemented.
 func compileCustomPrincipal(c *corev3.TypedExtensionConfig) (node, error) {
-	tc := c.GetTypedConfig()
-	if tc == nil {
-		return node{}, errors.New("typed_config: required")
-	}
 	cfg := &mtlsv3.Config{}
-	if tc.GetTypeUrl() != "type.googleapis.com/"+string(proto.MessageName(cfg)) {
-		return node{}, fmt.Errorf("typed_config: principal extension %s is not supported by Outrigger (%s is)",
-			tc.GetTypeUrl(), proto.MessageName(cfg))
-	}
-	if err := tc.UnmarshalTo(cfg); err != nil {
-		return node{}, fmt.Errorf("typed_config: %w", err)
+	if err := unpackTyped(c, cfg, "principal extension"); err != nil {
+		return node{}, err
 	}
 	n := node{kind: kindMTLSAuthenticated}
 	if m := cfg.GetSanMatcher(); m != nil {

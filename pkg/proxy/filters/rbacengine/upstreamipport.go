@@ -7,7 +7,6 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	upstreamipportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/matchers/upstream_ip_port/v3"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cidr"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
@@ -29,17 +28,9 @@ const upstreamAddressKey = "envoy.stream.upstream_address"
 // compileMatcherPermission compiles a Permission.matcher extension;
 // errors name the field below it. Envoy's only one is upstream_ip_port.
 func compileMatcherPermission(c *corev3.TypedExtensionConfig) (node, error) {
-	tc := c.GetTypedConfig()
-	if tc == nil {
-		return node{}, errors.New("typed_config: required")
-	}
 	cfg := &upstreamipportv3.UpstreamIpPortMatcher{}
-	if tc.GetTypeUrl() != "type.googleapis.com/"+string(proto.MessageName(cfg)) {
-		return node{}, fmt.Errorf("typed_config: permission matcher %s is not supported by Outrigger (%s is)",
-			tc.GetTypeUrl(), proto.MessageName(cfg))
-	}
-	if err := tc.UnmarshalTo(cfg); err != nil {
-		return node{}, fmt.Errorf("typed_config: %w", err)
+	if err := unpackTyped(c, cfg, "permission matcher"); err != nil {
+		return node{}, err
 	}
 	if cfg.GetUpstreamIp() == nil && cfg.GetUpstreamPortRange() == nil {
 		// Envoy's constructor throws the same.
