@@ -168,6 +168,11 @@ func TestSplicedResponseBodyFailures(t *testing.T) {
 		// client reads the response, or leaves.
 		client  func(t *testing.T, c *rawConn)
 		logLine string
+		// stalls is set where the stream idle timeout must end the
+		// stream: it is then short (stallIdleMS), and otherwise long
+		// enough that a loaded machine's slow response head never
+		// meets it (a 504 before the body is not the case tested).
+		stalls bool
 	}{{
 		name: "upstream closes",
 		upstream: func(c net.Conn, body []byte) {
@@ -183,6 +188,7 @@ func TestSplicedResponseBodyFailures(t *testing.T) {
 		},
 		client:  readTruncated,
 		logLine: `^GET 200 flags=SI details=stream_idle_timeout tx=307200$`,
+		stalls:  true,
 	}, {
 		name: "upstream stalls near the end",
 		size: 20 << 10,
@@ -192,6 +198,7 @@ func TestSplicedResponseBodyFailures(t *testing.T) {
 		},
 		client:  readTruncated,
 		logLine: `^GET 200 flags=SI details=stream_idle_timeout tx=17408$`,
+		stalls:  true,
 	}, {
 		name: "client leaves",
 		upstream: func(c net.Conn, body []byte) {
@@ -217,7 +224,11 @@ func TestSplicedResponseBodyFailures(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				st := stats.NewStore()
 				cl := newFakeCluster(st, "up", false, sizedUpstream(t, chunked, tc.upstream))
-				p, log := spliceProxy(t, st, cl, spliceLogFormat, 300)
+				idle := int(testTimeout / time.Millisecond)
+				if tc.stalls {
+					idle = stallIdleMS
+				}
+				p, log := spliceProxy(t, st, cl, spliceLogFormat, idle)
 				c := dialRaw(t, p.addr)
 				size := cmp.Or(tc.size, 8<<20)
 				c.send(fmt.Sprintf("GET /%d HTTP/1.1\r\nHost: h\r\n\r\n", size))
@@ -227,6 +238,12 @@ func TestSplicedResponseBodyFailures(t *testing.T) {
 		}
 	}
 }
+
+// stallIdleMS is the stream idle timeout of the splice tests whose
+// upstream stalls, in milliseconds: each such case lasts that long, and the
+// response's head must arrive before it (it did not at 300 ms under a load
+// average of 40).
+const stallIdleMS = 1500
 
 // readTruncated reads a response whose body breaks off: the head, then
 // the connection ends before the body does.
