@@ -12,10 +12,10 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filewatch"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
 // maxStableReads bounds the reads of a secret's files while they keep
@@ -36,7 +36,7 @@ type secretWatch struct {
 	failed *stats.Counter
 
 	mu      sync.Mutex
-	watches []*xds.DirWatch
+	watches []*filewatch.Watcher
 	// digest is of the files the contexts were last compiled with.
 	digest [sha256.Size]byte
 	closed bool
@@ -82,11 +82,11 @@ func watchDirs(sec *tlsv3.Secret) []watchDir {
 // Envoy's watcher does.
 func (w *secretWatch) offer(sec *tlsv3.Secret, update func() error) error {
 	var (
-		watches []*xds.DirWatch
+		watches []*filewatch.Watcher
 		errs    []error
 	)
 	for _, d := range watchDirs(sec) {
-		dw, err := xds.WatchDirectory(d.path, d.modify, w.log)
+		dw, err := filewatch.Moves(d.path, d.modify, anyName, w.log)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("watched directory: %w", err))
 			continue
@@ -116,7 +116,7 @@ func (w *secretWatch) offer(sec *tlsv3.Secret, update func() error) error {
 	closeWatches(old)
 	for _, dw := range watches {
 		go func() {
-			for range dw.Changed() {
+			for range dw.Moved() {
 				w.changed()
 			}
 		}()
@@ -171,8 +171,11 @@ func (w *secretWatch) close() {
 	closeWatches(old)
 }
 
+// anyName accepts every file moved into a secret's watched directory.
+func anyName(string) bool { return true }
+
 // closeWatches closes each watch.
-func closeWatches(ws []*xds.DirWatch) {
+func closeWatches(ws []*filewatch.Watcher) {
 	for _, dw := range ws {
 		_ = dw.Close()
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filewatch"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -164,7 +165,7 @@ func (s *FileSubscription) Start() error {
 	}
 	s.started = true
 	s.mu.Unlock()
-	w, err := newMoveWatcher(s.dir, s.modify, s.triggers, s.log)
+	w, err := filewatch.Moves(s.dir, s.modify, s.triggers, s.log)
 	if err != nil {
 		close(s.done)
 		return err

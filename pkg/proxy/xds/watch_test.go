@@ -31,18 +31,6 @@ func TestTriggers(t *testing.T) {
 	}
 }
 
-// TestSignalsCoalesce checks that moves made while a reload is pending
-// cause one more reload, not one each.
-func TestSignalsCoalesce(t *testing.T) {
-	w := &moveWatcher{moved: make(chan struct{}, 1)}
-	for range 5 {
-		w.signal()
-	}
-	if got := len(w.moved); got != 1 {
-		t.Errorf("%d reloads pending after five moves, want 1", got)
-	}
-}
-
 func TestWatchMovedFile(t *testing.T) {
 	path := writeFile(t, t.TempDir(), "lds.yaml", ldsYAML("1"))
 	f := newFixture(t, path, FileOptions{})

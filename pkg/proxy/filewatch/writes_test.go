@@ -1,4 +1,4 @@
-package xds
+package filewatch
 
 import (
 	"os"
@@ -9,9 +9,9 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// TestWatchDirectory checks that a move into the directory signals, and
+// TestMovesAndWrites checks that a move into the directory signals, and
 // that a file written in place signals with modify (watch_modify).
-func TestWatchDirectory(t *testing.T) {
+func TestMovesAndWrites(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		modify bool
@@ -42,25 +42,17 @@ func TestWatchDirectory(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "in-place"), []byte("x"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			w, err := WatchDirectory(dir, tc.modify, logr.Discard())
+			w, err := Moves(dir, tc.modify, func(string) bool { return true }, logr.Discard())
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer w.Close()
 			tc.change(t, dir)
 			select {
-			case <-w.Changed():
+			case <-w.Moved():
 			case <-time.After(10 * time.Second):
 				t.Fatal("no signal for the change")
 			}
 		})
-	}
-}
-
-// TestWatchDirectoryMissing checks that a directory that does not exist
-// is an error.
-func TestWatchDirectoryMissing(t *testing.T) {
-	if _, err := WatchDirectory(filepath.Join(t.TempDir(), "none"), false, logr.Discard()); err == nil {
-		t.Fatal("no error for a missing directory")
 	}
 }

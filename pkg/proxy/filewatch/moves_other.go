@@ -1,6 +1,6 @@
 //go:build !linux
 
-package xds
+package filewatch
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 )
 
-// newMoveWatcher watches dir with fsnotify where inotify is not available
+// Moves watches dir with fsnotify where inotify is not available
 // (development machines): fsnotify reports a move into the directory as
 // Create, and cannot tell it from a file created in place, so both reload
 // here. With modify, files written in place (Write) signal too.
-func newMoveWatcher(dir string, modify bool, accept func(name string) bool, log logr.Logger) (*moveWatcher, error) {
+func Moves(dir string, modify bool, accept func(name string) bool, log logr.Logger) (*Watcher, error) {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", dir, err)
@@ -25,7 +25,7 @@ func newMoveWatcher(dir string, modify bool, accept func(name string) bool, log 
 		_ = fw.Close()
 		return nil, fmt.Errorf("watch %s: %w", dir, err)
 	}
-	w := &moveWatcher{moved: make(chan struct{}, 1)}
+	w := &Watcher{moved: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	w.close = func() error {
 		err := fw.Close()

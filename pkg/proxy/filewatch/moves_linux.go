@@ -1,4 +1,4 @@
-package xds
+package filewatch
 
 import (
 	"encoding/binary"
@@ -13,12 +13,12 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 )
 
-// newMoveWatcher watches dir with inotify for IN_MOVED_TO, as Envoy does,
+// Moves watches dir with inotify for IN_MOVED_TO, as Envoy does,
 // and signals the moves whose file name passes accept; with modify, files
 // written in place (IN_MODIFY: WatchedDirectory.watch_modify) signal too.
 // A queue overflow (moves lost) signals as well: reading the file again is
 // never wrong.
-func newMoveWatcher(dir string, modify bool, accept func(name string) bool, log logr.Logger) (*moveWatcher, error) {
+func Moves(dir string, modify bool, accept func(name string) bool, log logr.Logger) (*Watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", dir, os.NewSyscallError("inotify_init1", err))
@@ -34,7 +34,7 @@ func newMoveWatcher(dir string, modify bool, accept func(name string) bool, log 
 	// A non-blocking descriptor makes a pollable file: Read parks in the
 	// runtime's poller, and Close wakes it.
 	f := os.NewFile(uintptr(fd), "inotify")
-	w := &moveWatcher{moved: make(chan struct{}, 1)}
+	w := &Watcher{moved: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	w.close = func() error {
 		err := f.Close()
@@ -50,7 +50,7 @@ func newMoveWatcher(dir string, modify bool, accept func(name string) bool, log 
 }
 
 // readMoves reads inotify events from f until it is closed or fails.
-func readMoves(f *os.File, w *moveWatcher, accept func(string) bool, log logr.Logger, dir string) {
+func readMoves(f *os.File, w *Watcher, accept func(string) bool, log logr.Logger, dir string) {
 	// Room for many events at once: each is a header and a name of at
 	// most NAME_MAX bytes plus its terminator.
 	buf := make([]byte, 16*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
