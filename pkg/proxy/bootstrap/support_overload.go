@@ -49,9 +49,14 @@ var supportedOverload = map[protoreflect.FullName]fieldSupport{
 
 	// The monitors' configurations.
 	"envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig.max_heap_size_bytes":                                       {},
+	"envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig.max_heap_size_bytes_runtime":                               {},
+	"envoy.extensions.resource_monitors.injected_resource.v3.InjectedResourceConfig.filename":                                    {},
 	"envoy.extensions.resource_monitors.cgroup_memory.v3.CgroupMemoryConfig.max_memory_bytes":                                    {},
 	"envoy.extensions.resource_monitors.cpu_utilization.v3.CpuUtilizationConfig.mode":                                            {values: []string{"HOST", "CONTAINER"}},
 	"envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig.max_active_downstream_connections": {},
+	// fixed_heap's max_heap_size_bytes_runtime is the one RuntimeUInt64.
+	"envoy.config.core.v3.RuntimeUInt64.default_value": {},
+	"envoy.config.core.v3.RuntimeUInt64.runtime_key":   {},
 
 	// Listener connection limits and balancing.
 	"envoy.config.listener.v3.Listener.ignore_global_conn_limit":              {},

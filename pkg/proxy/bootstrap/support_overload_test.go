@@ -62,7 +62,9 @@ func TestValidateOverloadSupport(t *testing.T) {
 		},
 		"heap size from the runtime": {
 			overlay: `overload_manager: {resource_monitors: [{name: heap, typed_config: {"@type": ` + heapMonitorURL + `, max_heap_size_bytes_runtime: {default_value: 1, runtime_key: k}}}]}`,
-			want:    []string{"overload_manager.resource_monitors[0].typed_config.max_heap_size_bytes_runtime: not supported by Outrigger"},
+		},
+		"injected resource": {
+			overlay: `overload_manager: {resource_monitors: [{name: envoy.resource_monitors.injected_resource, typed_config: {"@type": type.googleapis.com/envoy.extensions.resource_monitors.injected_resource.v3.InjectedResourceConfig, filename: /tmp/pressure}}]}`,
 		},
 		"disabled monitor": {
 			overlay: `overload_manager: {resource_monitors: [` + heapMonitorYAML + `]}`,

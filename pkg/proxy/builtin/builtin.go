@@ -126,6 +126,7 @@ import (
 	cpuutilizationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/cpu_utilization/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
+	injectedresourcev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/injected_resource/v3"
 	cslluav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/lua/v3"
 	cslmatcherv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/matcher/v3"
 	graphitev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/graphite_statsd/v3"
@@ -457,6 +458,7 @@ func Registry() *extension.Registry {
 		extension.Of("proxy.resource_monitors.cpu_utilization", ResourceMonitors, &cpuutilizationv3.CpuUtilizationConfig{}, nil),
 		extension.Of("proxy.resource_monitors.fixed_heap", ResourceMonitors, &fixedheapv3.FixedHeapConfig{}, nil),
 		extension.Of("proxy.resource_monitors.global_downstream_max_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
+		extension.Of("proxy.resource_monitors.injected_resource", ResourceMonitors, &injectedresourcev3.InjectedResourceConfig{}, nil),
 
 		extension.Of(csllua.Name, clusterspecifier.Category, &cslluav3.LuaConfig{}, csllua.Factory{}),
 		extension.Of(cslmatcher.Name, clusterspecifier.Category, &cslmatcherv3.MatcherClusterSpecifier{}, cslmatcher.Factory{}),

@@ -143,6 +143,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.resource_monitors proxy.resource_monitors.cpu_utilization envoy.extensions.resource_monitors.cpu_utilization.v3.CpuUtilizationConfig",
 		"envoy.resource_monitors proxy.resource_monitors.fixed_heap envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig",
 		"envoy.resource_monitors proxy.resource_monitors.global_downstream_max_connections envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
+		"envoy.resource_monitors proxy.resource_monitors.injected_resource envoy.extensions.resource_monitors.injected_resource.v3.InjectedResourceConfig",
 		"envoy.route.early_data_policy proxy.route.early_data_policy.default envoy.extensions.early_data.v3.DefaultEarlyDataPolicy",
 		"envoy.router.cluster_specifier_plugin proxy.router.cluster_specifier_plugin.lua envoy.extensions.router.cluster_specifiers.lua.v3.LuaConfig",
 		"envoy.router.cluster_specifier_plugin proxy.router.cluster_specifier_plugin.matcher envoy.extensions.router.cluster_specifiers.matcher.v3.MatcherClusterSpecifier",

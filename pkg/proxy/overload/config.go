@@ -11,6 +11,7 @@ import (
 	cpuutilizationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/cpu_utilization/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
+	injectedresourcev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/injected_resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -158,15 +159,18 @@ func (c *compiler) resourceMonitor(rm *overloadv3.ResourceMonitor, path string) 
 	}
 	switch mc := msg.(type) {
 	case *fixedheapv3.FixedHeapConfig:
-		if mc.GetMaxHeapSizeBytesRuntime() != nil {
-			c.fail(path+".typed_config.max_heap_size_bytes_runtime", "not supported by Outrigger")
+		h, ok := c.fixedHeap(mc, path+".typed_config")
+		if !ok {
 			return nil
 		}
-		if mc.GetMaxHeapSizeBytes() == 0 {
-			c.fail(path+".typed_config.max_heap_size_bytes", "must be greater than 0")
+		return c.polled(name, h)
+	case *injectedresourcev3.InjectedResourceConfig:
+		m, err := newInjectedResource(mc.GetFilename(), c.m.log)
+		if err != nil {
+			c.fail(path+".typed_config.filename", "%v", err)
 			return nil
 		}
-		return c.polled(name, fixedHeap{max: mc.GetMaxHeapSizeBytes(), read: c.heap})
+		return c.polled(name, m)
 	case *cgroupmemoryv3.CgroupMemoryConfig:
 		m, err := newCgroupMemory(c.files, mc.GetMaxMemoryBytes())
 		if err != nil {
@@ -199,6 +203,34 @@ func (c *compiler) resourceMonitor(rm *overloadv3.ResourceMonitor, path string) 
 		c.fail(path+".typed_config", "resource monitor %s is not supported by Outrigger", typeName(tc))
 		return nil
 	}
+}
+
+// fixedHeap builds the fixed_heap monitor: exactly one of
+// max_heap_size_bytes and max_heap_size_bytes_runtime, whose runtime key
+// is read at each update (so /runtime_modify and RTDS move the maximum)
+// and must give more than 0 when the monitor is built, as in Envoy.
+func (c *compiler) fixedHeap(mc *fixedheapv3.FixedHeapConfig, path string) (fixedHeap, bool) {
+	rt := mc.GetMaxHeapSizeBytesRuntime()
+	if (mc.GetMaxHeapSizeBytes() != 0) == (rt != nil) {
+		c.fail(path, "fixed_heap: exactly one of max_heap_size_bytes or max_heap_size_bytes_runtime must be set")
+		return fixedHeap{}, false
+	}
+	if rt == nil {
+		limit := mc.GetMaxHeapSizeBytes()
+		return fixedHeap{max: func() uint64 { return limit }, read: c.heap}, true
+	}
+	key, def, layers := rt.GetRuntimeKey(), rt.GetDefaultValue(), c.m.runtime
+	limit := func() uint64 {
+		if layers == nil {
+			return def
+		}
+		return layers.Snapshot().Uint64(key, def)
+	}
+	if limit() == 0 {
+		c.fail(path+".max_heap_size_bytes_runtime", "fixed_heap: max heap size must be greater than 0")
+		return fixedHeap{}, false
+	}
+	return fixedHeap{max: limit, read: c.heap}, true
 }
 
 // polled adds a polled monitor.

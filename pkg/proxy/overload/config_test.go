@@ -15,10 +15,11 @@ import (
 
 // Pieces of configuration for the table tests.
 const (
-	heapURL   = "type.googleapis.com/envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig"
-	connsURL  = "type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig"
-	timersURL = "type.googleapis.com/envoy.config.overload.v3.ScaleTimersOverloadActionConfig"
-	shrinkURL = "type.googleapis.com/envoy.config.overload.v3.ShrinkHeapConfig"
+	heapURL     = "type.googleapis.com/envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig"
+	connsURL    = "type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig"
+	timersURL   = "type.googleapis.com/envoy.config.overload.v3.ScaleTimersOverloadActionConfig"
+	shrinkURL   = "type.googleapis.com/envoy.config.overload.v3.ShrinkHeapConfig"
+	injectedURL = "type.googleapis.com/envoy.extensions.resource_monitors.injected_resource.v3.InjectedResourceConfig"
 
 	heapMonitor  = `{name: envoy.resource_monitors.fixed_heap, typed_config: {"@type": ` + heapURL + `, max_heap_size_bytes: 1000}}`
 	connsMonitor = `{name: envoy.resource_monitors.global_downstream_max_connections, typed_config: {"@type": ` + connsURL + `, max_active_downstream_connections: 10}}`
@@ -63,11 +64,23 @@ func TestNewErrors(t *testing.T) {
 		},
 		"heap of zero bytes": {
 			config: `resource_monitors: [{name: heap, typed_config: {"@type": ` + heapURL + `}}]`,
-			want:   []string{"resource_monitors[0].typed_config.max_heap_size_bytes: must be greater than 0"},
+			want:   []string{"resource_monitors[0].typed_config: fixed_heap: exactly one of max_heap_size_bytes or max_heap_size_bytes_runtime must be set"},
 		},
-		"heap size from the runtime": {
-			config: `resource_monitors: [{name: heap, typed_config: {"@type": ` + heapURL + `, max_heap_size_bytes_runtime: {default_value: 5, runtime_key: k}}}]`,
-			want:   []string{"resource_monitors[0].typed_config.max_heap_size_bytes_runtime: not supported by Outrigger"},
+		"heap size given twice": {
+			config: `resource_monitors: [{name: heap, typed_config: {"@type": ` + heapURL + `, max_heap_size_bytes: 5, max_heap_size_bytes_runtime: {default_value: 5, runtime_key: k}}}]`,
+			want:   []string{"resource_monitors[0].typed_config: fixed_heap: exactly one of max_heap_size_bytes or max_heap_size_bytes_runtime must be set"},
+		},
+		"heap size from the runtime of zero bytes": {
+			config: `resource_monitors: [{name: heap, typed_config: {"@type": ` + heapURL + `, max_heap_size_bytes_runtime: {runtime_key: k}}}]`,
+			want:   []string{"resource_monitors[0].typed_config.max_heap_size_bytes_runtime: fixed_heap: max heap size must be greater than 0"},
+		},
+		"injected resource without a file": {
+			config: `resource_monitors: [{name: envoy.resource_monitors.injected_resource, typed_config: {"@type": ` + injectedURL + `}}]`,
+			want:   []string{"resource_monitors[0].typed_config.filename: must be set"},
+		},
+		"injected resource in a missing directory": {
+			config: `resource_monitors: [{name: envoy.resource_monitors.injected_resource, typed_config: {"@type": ` + injectedURL + `, filename: /nonexistent-outrigger-dir/pressure}}]`,
+			want:   []string{"resource_monitors[0].typed_config.filename: the file's directory cannot be watched: stat /nonexistent-outrigger-dir: no such file or directory"},
 		},
 		"connections monitor under another name": {
 			config: `resource_monitors: [{name: conns, typed_config: {"@type": ` + connsURL + `, max_active_downstream_connections: 5}}]`,
@@ -112,7 +125,7 @@ func TestNewErrors(t *testing.T) {
 		},
 		"trigger on a broken monitor is not reported twice": {
 			config: "resource_monitors: [{name: heap, typed_config: {\"@type\": " + heapURL + "}}]\nactions: [{name: envoy.overload_actions.shrink_heap, triggers: [{name: heap, threshold: {value: 0.5}}]}]",
-			want:   []string{"resource_monitors[0].typed_config.max_heap_size_bytes: must be greater than 0"},
+			want:   []string{"resource_monitors[0].typed_config: fixed_heap: exactly one of max_heap_size_bytes or max_heap_size_bytes_runtime must be set"},
 		},
 		"duplicate trigger resource in the other spelling": {
 			config: monitorsAnd(`{name: envoy.overload_actions.shrink_heap, triggers: [` + heapTrigger + `, {name: proxy.resource_monitors.fixed_heap, threshold: {value: 0.5}}]}`),

@@ -1,6 +1,7 @@
 package overload
 
 import (
+	"errors"
 	"runtime/metrics"
 )
 
@@ -32,13 +33,19 @@ func HeapInUse() uint64 {
 }
 
 // fixedHeap is envoy.resource_monitors.fixed_heap: the heap in use as a
-// share of max_heap_size_bytes.
+// share of the maximum (max_heap_size_bytes, or its runtime key's value).
 type fixedHeap struct {
-	max  uint64
+	max  func() uint64
 	read func() uint64
 }
 
-// Update implements Monitor; it reports at once.
+// Update implements Monitor; it reports at once. A runtime maximum set to
+// 0 after start is a failed update rather than an infinite pressure.
 func (h fixedHeap) Update(report func(float64, error)) {
-	report(float64(h.read())/float64(h.max), nil)
+	limit := h.max()
+	if limit == 0 {
+		report(0, errors.New("fixed_heap: max heap size must be greater than 0"))
+		return
+	}
+	report(float64(h.read())/float64(limit), nil)
 }

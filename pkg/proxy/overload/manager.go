@@ -1,6 +1,7 @@
 package overload
 
 import (
+	"io"
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
@@ -114,6 +115,13 @@ func (m *Manager) Start() {
 func (m *Manager) Stop() {
 	m.stopOnce.Do(func() { close(m.stopCh) })
 	m.wg.Wait()
+	// Monitors that hold something (injected_resource's file watch)
+	// release it; the loops that update them have returned.
+	for _, r := range m.resources {
+		if c, ok := r.monitor.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
 }
 
 // startupWarnings logs what Envoy logs at start-up about the global

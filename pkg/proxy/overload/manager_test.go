@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -353,4 +355,39 @@ func TestHeapInUse(t *testing.T) {
 		t.Errorf("HeapInUse went from %d to %d after allocating 64 MiB", before, after)
 	}
 	runtime.KeepAlive(keep)
+}
+
+// TestHeapMaximumFromRuntime: with max_heap_size_bytes_runtime the
+// maximum is the runtime key's value at each refresh (its default when
+// unset), so an admin layer change moves the pressure; a key set to 0
+// later is a failed update.
+func TestHeapMaximumFromRuntime(t *testing.T) {
+	h := &heap{}
+	h.set(500)
+	rt := adminRuntime(t, nil)
+	store := stats.NewStore()
+	cfg := parseConfig(t, `resource_monitors: [{name: envoy.resource_monitors.fixed_heap, typed_config: {"@type": `+heapURL+`, max_heap_size_bytes_runtime: {default_value: 1000, runtime_key: heap.max}}}]`)
+	m, err := New(cfg, Deps{Stats: store, Log: logr.Discard(), Clock: newFakeClock(), HeapInUse: h.read, Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	m.refresh()
+	if got := gauge(store, heapPressure); got != 50 {
+		t.Fatalf("pressure with the default 1000 = %d, want 50", got)
+	}
+	if err := rt.Modify(map[string]string{"heap.max": "2000"}); err != nil {
+		t.Fatal(err)
+	}
+	m.refresh()
+	if got := gauge(store, heapPressure); got != 25 {
+		t.Fatalf("pressure with heap.max 2000 = %d, want 25", got)
+	}
+	if err := rt.Modify(map[string]string{"heap.max": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	m.refresh()
+	if got := counter(store, "overload.envoy.resource_monitors.fixed_heap.failed_updates"); got != 1 {
+		t.Fatalf("failed_updates with heap.max 0 = %d, want 1", got)
+	}
 }
