@@ -104,10 +104,6 @@ type Cluster struct {
 	// PROXY protocol header, auto_sni or auto_san_validation over TLS):
 	// without it, only a request's original_src source can (see h1Key).
 	keyedPools bool
-	// bufSweep runs sweepBuffers (buffer_sweep.go), made by its first
-	// schedule; bufSweeping is set while a sweep is due.
-	bufSweep    *time.Timer
-	bufSweeping atomic.Bool
 
 	// conns are the open connections, so that Close can end them all.
 	// closed is set under connsMu, so that no connection is tracked after

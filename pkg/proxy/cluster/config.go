@@ -28,8 +28,8 @@ const defaultConnectTimeout = 5 * time.Second
 
 // defaultReadBuffer is the size of an HTTP/1.1 connection's read buffer;
 // per_connection_buffer_limit_bytes can only make it smaller. The buffer
-// is held while the connection is lent, and while it is idle until the
-// next sweep of the idle connections' buffers (see buffer_sweep.go). A
+// is held while the connection is lent, not while it is idle in its pool
+// (see http1Pool.put). A
 // connection the connection manager waits on for its response gives it
 // back meanwhile and reads the response with a responseReadBuffer: 32 KiB
 // for every lent connection would cost more resident memory under load

@@ -264,39 +264,33 @@ func TestHTTP1PoolConcurrentLoans(t *testing.T) {
 	c.ReleaseHTTP1(conn, true)
 }
 
-// TestHTTP1PoolIdleReadBufferSwept: a connection waiting in the pool
-// keeps its read buffer until the sweep finds it idle for a whole period
-// (buffer_sweep.go), then holds none, and the next loan comes with one
-// that reads its responses. The test runs the sweep itself.
-func TestHTTP1PoolIdleReadBufferSwept(t *testing.T) {
+// TestHTTP1PoolIdleHoldsNoReadBuffer: a connection released to its pool
+// gives its read buffer back at once (the buffers held follow the
+// responses being read, not the connections kept open), and each loan
+// comes with one that reads its responses.
+func TestHTTP1PoolIdleHoldsNoReadBuffer(t *testing.T) {
 	srv := newUpstreamServer(t, nil)
-	m, _, clock := newTestManager(t, clusterFor("", srv.port()))
+	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
-	// No sweep is scheduled but the test's.
-	c.bufSweeping.Store(true)
 	h := c.PickHost(nil)
 	first := mustAcquire(t, c, h)
 	if first.R == nil {
 		t.Fatal("a new connection was lent without a read buffer")
 	}
-	roundTrip(t, first)
-	c.ReleaseHTTP1(first, true)
-	idle := c.set.Load().h1.get(h).idle
-	if len(idle) != 1 || idle[0].up.R == nil {
-		t.Fatalf("idle connections %d, the first holding a read buffer: %v; want 1, true", len(idle), len(idle) == 1 && idle[0].up.R != nil)
-	}
-	clock.t = clock.t.Add(bufferSweepEvery)
-	c.sweepBuffers()
-	if idle[0].up.R != nil {
-		t.Fatal("the connection idle for a sweep period kept its read buffer")
-	}
-	for range 2 {
-		conn := mustAcquire(t, c, h)
-		if conn != first || conn.R == nil {
-			t.Fatalf("reused %v, with a read buffer %v; want the idle connection with one", conn == first, conn.R != nil)
+	for i := range 3 {
+		conn := first
+		if i > 0 {
+			conn = mustAcquire(t, c, h)
+			if conn != first || conn.R == nil {
+				t.Fatalf("loan %d: reused %v, with a read buffer %v; want the idle connection with one", i, conn == first, conn.R != nil)
+			}
 		}
 		roundTrip(t, conn)
 		c.ReleaseHTTP1(conn, true)
+		idle := c.set.Load().h1.get(h).idle
+		if len(idle) != 1 || idle[0].up.R != nil {
+			t.Fatalf("loan %d: idle connections %d, the first holding a read buffer: %v; want 1, false", i, len(idle), len(idle) == 1 && idle[0].up.R != nil)
+		}
 	}
 	if got := srv.accepted.Load(); got != 1 {
 		t.Errorf("upstream accepted %d connections, want 1", got)

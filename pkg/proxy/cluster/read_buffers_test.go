@@ -3,9 +3,6 @@ package cluster
 import (
 	"net"
 	"testing"
-	"time"
-
-	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // TestReadBufferSizes: the buffer lent with a connection and the one taken
@@ -40,24 +37,20 @@ func TestReadBufferSizes(t *testing.T) {
 // buffer (upstream.ReadBuffers): the one it came with goes back, one of
 // responseReadBuffer bytes reads the response, counted in
 // upstream_cx_rx_bytes_total as every read is, and the connection goes
-// back to its pool keeping that buffer for its next loan; it gives it
-// back once idle through a sweep period (see buffer_sweep.go), and the
-// loan after that takes a fresh one. The test runs the sweeps itself.
+// back to its pool giving that buffer back, so that each loan comes with
+// a read buffer of the ordinary size.
 func TestResponseReadBuffers(t *testing.T) {
 	srv := newUpstreamServer(t, func(net.Conn) bool { return true })
-	m, store, clock := newTestManager(t, clusterFor("", srv.port()))
+	m, store, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
-	// No sweep is scheduled but the test's.
-	c.bufSweeping.Store(true)
 	h := c.PickHost(nil)
-	var idle *upstream.Conn
-	for i, want := range []int{defaultReadBuffer, responseReadBuffer, responseReadBuffer, defaultReadBuffer} {
+	for i := range 3 {
 		conn, err := c.AcquireHTTP1(t.Context(), h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if conn.Buffers == nil || conn.R == nil || conn.R.Size() != want {
-			t.Fatalf("loan %d: buffers %v, read buffer %v, want one of %d bytes", i, conn.Buffers, conn.R, want)
+		if conn.Buffers == nil || conn.R == nil || conn.R.Size() != defaultReadBuffer {
+			t.Fatalf("loan %d: buffers %v, read buffer %v, want one of %d bytes", i, conn.Buffers, conn.R, defaultReadBuffer)
 		}
 		conn.Buffers.PutReader(conn.R)
 		conn.R = conn.Buffers.ResponseReader()
@@ -66,24 +59,8 @@ func TestResponseReadBuffers(t *testing.T) {
 		}
 		roundTrip(t, conn)
 		c.ReleaseHTTP1(conn, true)
-		if conn.R == nil {
-			t.Fatalf("loan %d: the released connection gave its read buffer back at once", i)
-		}
-		idle = conn
-		switch i {
-		case 1:
-			// A sweep before the period is over leaves it.
-			clock.t = clock.t.Add(bufferSweepEvery - time.Millisecond)
-			c.sweepBuffers()
-			if idle.R == nil {
-				t.Fatal("the sweep took the buffer of a connection idle for less than a period")
-			}
-		case 2:
-			clock.t = clock.t.Add(bufferSweepEvery)
-			c.sweepBuffers()
-			if idle.R != nil {
-				t.Fatal("the sweep left the buffer of a connection idle for a whole period")
-			}
+		if conn.R != nil {
+			t.Fatalf("loan %d: the connection released to its pool kept its read buffer", i)
 		}
 	}
 	if n := srv.accepted.Load(); n != 1 {
