@@ -144,14 +144,16 @@ var _ = Describe("The external processing filter sending the body without waitin
 		go func() { _ = srv.Serve(ln) }()
 		DeferCleanup(srv.Stop)
 
-		// The upstream tells when a request head reaches it, before it
-		// reads the body.
+		// The upstream (h2c: an HTTP/1.1 upstream gets the head of an
+		// HTTP/2 client's request once the body's next piece came, with
+		// or without ext_proc) tells when a request head reaches it,
+		// before it reads the body.
 		arrived = make(chan string, 16)
 		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			arrived <- r.URL.Path
 			b, _ := io.ReadAll(r.Body)
 			_, _ = io.WriteString(w, "x-proc-hdr="+r.Header.Get("x-proc-hdr")+"\nbody="+string(b))
-		}), false)
+		}), true)
 
 		dir := newDir()
 		port = freePort()
@@ -164,7 +166,7 @@ var _ = Describe("The external processing filter sending the body without waitin
 				"{grpc_service: {envoy_grpc: {cluster_name: proc}}, message_timeout: 5s, allow_mode_override: true, "+
 					"send_body_without_waiting_for_header_response: true, processing_mode: {request_body_mode: STREAMED}}") + "]",
 			Clusters: []proxyCluster{
-				{Name: "up", Port: portNum(up)},
+				{Name: "up", Port: portNum(up), Extra: h2cOptions()},
 				{Name: "proc", Port: ln.Addr().(*net.TCPAddr).Port, Extra: h2cOptions()},
 			},
 		}
@@ -215,6 +217,45 @@ var _ = Describe("The external processing filter sending the body without waitin
 			"headers answered after 1 body messages",
 		}))
 		Expect(k).To(ContainElements(`request_body(" second piece",eos=false)`, `request_body("",eos=true)`))
+	})
+
+	It("does the same over HTTP/2, the body's pieces in DATA frames", func() {
+		pr, pw := io.Pipe()
+		req, err := http.NewRequest("POST", listenerURL(port, "/wait-first/h2"), pr)
+		Expect(err).NotTo(HaveOccurred())
+		type result struct {
+			body string
+			code int
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			resp, err := httpClients()["HTTP/2"].Do(req)
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			done <- result{body: string(b), code: resp.StatusCode, err: err}
+		}()
+		_, err = io.WriteString(pw, "first piece")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(arrived).WithTimeout(5*time.Second).Should(Receive(Equal("/wait-first/h2")), func() string { return strings.Join(proc.kinds("/wait-first/h2"), "; ") })
+		_, err = io.WriteString(pw, " second piece")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pw.Close()).To(Succeed())
+		var r result
+		Eventually(done).WithTimeout(5 * time.Second).Should(Receive(&r))
+		Expect(r.err).NotTo(HaveOccurred())
+		Expect(r.code).To(Equal(200), r.body)
+		Expect(r.body).To(Equal("x-proc-hdr=1\nbody=FIRST PIECE SECOND PIECE"))
+		Expect(proc.kinds("/wait-first/h2")[:4]).To(Equal([]string{
+			"protocol_config(STREAMED,NONE,early=true)",
+			"request_headers(eos=false)",
+			`request_body("first piece",eos=false)`,
+			"headers answered after 1 body messages",
+		}))
 	})
 
 	It("ignores the headers' answer's mode_override, as Envoy does with the field", func() {
