@@ -14,6 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/grpc"
@@ -68,6 +69,18 @@ func (p *earlyProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer)
 				SetHeaders: []*corev3.HeaderValueOption{setHeader("x-proc-hdr", fmt.Sprint(len(queued)))},
 			}},
 		}}}
+		if strings.Contains(path, "/never") {
+			// Never answered: the message timeout fails the request.
+			p.record(path, fmt.Sprintf("headers not answered after %d body messages", len(queued)))
+			return nil
+		}
+		if strings.Contains(path, "/deny") {
+			p.record(path, fmt.Sprintf("headers denied after %d body messages", len(queued)))
+			return srv.Send(&extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocsvc.ImmediateResponse{
+				Status: &typev3.HttpStatus{Code: typev3.StatusCode_Forbidden},
+				Body:   []byte("denied with the body seen"),
+			}}})
+		}
 		if strings.Contains(path, "/override") {
 			answer.ModeOverride = &extprocv3.ProcessingMode{ResponseHeaderMode: extprocv3.ProcessingMode_SKIP}
 		}
@@ -163,7 +176,7 @@ var _ = Describe("The external processing filter sending the body without waitin
 			HCM:      "{stat_prefix: early}",
 			Routes:   `[{match: {prefix: /}, route: {cluster: up}}]`,
 			Filters: "[" + httpFilter("envoy.filters.http.ext_proc", "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor",
-				"{grpc_service: {envoy_grpc: {cluster_name: proc}}, message_timeout: 5s, allow_mode_override: true, "+
+				"{grpc_service: {envoy_grpc: {cluster_name: proc}}, message_timeout: 2s, allow_mode_override: true, "+
 					"send_body_without_waiting_for_header_response: true, processing_mode: {request_body_mode: STREAMED}}") + "]",
 			Clusters: []proxyCluster{
 				{Name: "up", Port: portNum(up), Extra: h2cOptions()},
@@ -256,6 +269,21 @@ var _ = Describe("The external processing filter sending the body without waitin
 			`request_body("first piece",eos=false)`,
 			"headers answered after 1 body messages",
 		}))
+	})
+
+	It("answers with the processor's immediate response given once it saw the body, the upstream never reached", func() {
+		r := httpDo(httpClients()["HTTP/1.1"], "POST", listenerURL(port, "/wait-end/deny"), strings.NewReader("secret"), nil)
+		Expect(r.Status).To(Equal(403), r.Body)
+		Expect(r.Body).To(Equal("denied with the body seen"))
+		Expect(proc.kinds("/wait-end/deny")).To(ContainElements(`request_body("secret",eos=false)`, "headers denied after 2 body messages"))
+		Consistently(arrived).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
+	})
+
+	It("fails the request with 504 when the headers' answer does not come within message_timeout, the body sent meanwhile", func() {
+		r := httpDo(httpClients()["HTTP/1.1"], "POST", listenerURL(port, "/wait-end/never"), strings.NewReader("lost"), nil)
+		Expect(r.Status).To(Equal(504), r.Body)
+		Expect(proc.kinds("/wait-end/never")).To(ContainElements(`request_body("lost",eos=false)`, "headers not answered after 2 body messages"))
+		Consistently(arrived).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
 	})
 
 	It("ignores the headers' answer's mode_override, as Envoy does with the field", func() {

@@ -57,6 +57,36 @@ func (f *filter) sendsBodyEarly(s httpfilter.Stream) (httpfilter.RequestBodyRead
 // as they arrive until the headers' answer comes (or the body ends, or
 // the buffer limit is held), then applies that answer.
 func (f *filter) decodeHeadersEarly(s httpfilter.Stream, rs httpfilter.RequestBodyReader) httpfilter.Status {
+	r, early, rep, status, answered := f.exchangeEarly(s, rs)
+	if !answered {
+		if rep != nil {
+			return f.sendReply(s, rep)
+		}
+		return status
+	}
+	// As the answer of DecodeHeaders' own exchange, applied without f.mu
+	// (a reply runs the filter's EncodeHeaders).
+	if rep = f.requestHeadersAnswer(s, r); rep != nil {
+		return f.sendReply(s, rep)
+	}
+	if f.done || f.mode.requestBody != extprocv3.ProcessingMode_STREAMED {
+		// Processing is over (a spurious answer), or
+		// CONTINUE_AND_REPLACE replaced the body: the pieces' answers
+		// are not read, as Envoy drops its queued chunks.
+		return httpfilter.Continue
+	}
+	f.mu.Lock()
+	f.early = early
+	f.mu.Unlock()
+	s.TransformRequestBody(&streamDecoder{f: f, skip: earlyBytes(early)})
+	return httpfilter.Continue
+}
+
+// exchangeEarly sends the request headers and the body's pieces, under
+// f.mu, and waits for the headers' answer. answered reports the answer r
+// (early are the pieces sent); otherwise rep is the reply that answers
+// the request (a failure), or status is what DecodeHeaders returns.
+func (f *filter) exchangeEarly(s httpfilter.Stream, rs httpfilter.RequestBodyReader) (r *extprocsvc.ProcessingResponse, early []earlyPiece, rep *reply, status httpfilter.Status, answered bool) {
 	c := f.c
 	req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestHeaders{
 		RequestHeaders: &extprocsvc.HttpHeaders{Headers: f.requestHeaderMap(s), EndOfStream: false},
@@ -66,14 +96,11 @@ func (f *filter) decodeHeadersEarly(s httpfilter.Stream, rs httpfilter.RequestBo
 	timer := time.NewTimer(c.messageTimeout)
 	defer timer.Stop()
 	if f.done {
-		return httpfilter.Continue
+		return nil, nil, nil, httpfilter.Continue, false
 	}
 	f.encodeProtocolConfig(req)
 	if rep, sent := f.send(req, timer); !sent {
-		if rep != nil {
-			return f.sendReply(s, rep)
-		}
-		return httpfilter.Continue
+		return nil, nil, rep, httpfilter.Continue, false
 	}
 	st := f.st
 	res, stop := make(chan earlyHeadersAnswer, 1), make(chan struct{})
@@ -87,7 +114,6 @@ func (f *filter) decodeHeadersEarly(s httpfilter.Stream, rs httpfilter.RequestBo
 		res <- earlyHeadersAnswer{r: r, err: err, late: late}
 		close(stop)
 	}()
-	var early []earlyPiece
 	sendPiece := func(p []byte, end bool) {
 		m := bodyMessage(p, end, phaseRequestBody)
 		m.MetadataContext = f.mdContext
@@ -104,33 +130,22 @@ func (f *filter) decodeHeadersEarly(s httpfilter.Stream, rs httpfilter.RequestBo
 			sendPiece(nil, true)
 		}
 	})
-	a := <-res
 	if !ok {
 		// The stream has answered (the body stopped arriving) or the
-		// client went away.
-		return httpfilter.Stop
+		// client went away: the answer is not waited for.
+		st.cancel()
+		<-res
+		f.finish(true)
+		return nil, nil, nil, httpfilter.Stop, false
 	}
-	var rep *reply
+	a := <-res
 	switch {
 	case a.late:
-		rep = f.timedOut()
+		return nil, nil, f.timedOut(), httpfilter.Continue, false
 	case a.err != nil:
-		rep = f.streamEnded(a.err)
-	default:
-		rep = f.requestHeadersAnswer(s, a.r)
+		return nil, nil, f.streamEnded(a.err), httpfilter.Continue, false
 	}
-	if rep != nil {
-		return f.sendReply(s, rep)
-	}
-	if f.done || f.mode.requestBody != extprocv3.ProcessingMode_STREAMED {
-		// Processing is over (failure_mode_allow, a spurious answer),
-		// or CONTINUE_AND_REPLACE replaced the body: the pieces'
-		// answers are not read, as Envoy drops its queued chunks.
-		return httpfilter.Continue
-	}
-	f.early = early
-	s.TransformRequestBody(&streamDecoder{f: f, skip: earlyBytes(early)})
-	return httpfilter.Continue
+	return a.r, early, nil, httpfilter.Continue, true
 }
 
 // earlyBytes is how many bytes of the body the early pieces hold.
