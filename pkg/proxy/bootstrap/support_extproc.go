@@ -25,7 +25,6 @@ var extProcModifierPath = regexp.MustCompile(`\.processing_request_modifier\.typ
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtProcPerRoute. Not listed, so refused with their path:
-// send_body_without_waiting_for_header_response,
 // allow_content_length_header, emit_client_span and the typed receiving
 // namespaces, and per route async_mode and the attributes (which Envoy
 // does not implement) and emit_client_span.
@@ -54,6 +53,9 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.observability_mode":         {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.deferred_close_timeout":     {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.filter_metadata":            {},
+	// STREAMED request bodies go to the processor while the headers'
+	// answer is awaited (extproc/early.go); refused in upstream chains.
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.send_body_without_waiting_for_header_response": {},
 	// The save_processing_response processor (extproc/onresponse.go).
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.on_processing_response": {},
 	// An HTTP processor, headers only (extproc/httpservice.go); the

@@ -369,6 +369,13 @@ func (c *serverConn) awaitBody() error {
 	return err
 }
 
+// awaitMore waits, as awaitBody, for bytes beyond those buffered (a
+// full buffer fails at once with bufio.ErrBufferFull).
+func (c *serverConn) awaitMore() error {
+	_, err := c.br.Peek(c.br.Buffered() + 1)
+	return err
+}
+
 // cancelAwait implements downstream: a read deadline in the past ends the
 // peek. The socket's deadline is safe to set from another goroutine; the
 // record of it (c.rd) is left to endAwait, on the stream's.

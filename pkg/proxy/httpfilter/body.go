@@ -167,3 +167,30 @@ type Throttle interface {
 	// when fewer than n, how long to wait before asking again.
 	Take(n int, now time.Time) (int, time.Duration)
 }
+
+// RequestBodyReader is implemented by a Stream whose request body a
+// filter may read during DecodeHeaders while it waits for something else,
+// as an Envoy decoder filter that stopped iteration in decodeHeaders still
+// sees decodeData: ext_proc's send_body_without_waiting_for_header_response
+// sends the body's pieces to its processor while the answer to the
+// request headers is awaited. The request head is held meanwhile: the
+// router starts the upstream request only once DecodeHeaders returned.
+type RequestBodyReader interface {
+	// ReadRequestBodyUntil reads the request body as it arrives and
+	// gives fn each piece (end: the body has ended with it; p may then be
+	// empty), until stop is closed, the body ends, or limit bytes or more
+	// are held. A wait for the client's next bytes ends as soon as stop
+	// is closed. What was read is held as BufferRequestBody holds it and
+	// goes upstream (through the body's decoders) once the filter went
+	// on; held is all of it so far, valid until the request ends. ok
+	// false means the stream has answered (408 or 400 for a body that
+	// stopped arriving or was malformed) or the client went away: the
+	// filter returns Stop. Bytes a filter before it had buffered are
+	// given to fn first.
+	ReadRequestBodyUntil(stop <-chan struct{}, limit int, fn func(p []byte, end bool)) (held []byte, complete, ok bool)
+	// ReadsRequestBodyEarly reports whether ReadRequestBodyUntil may be
+	// used: the request has a body and no filter before asked to
+	// transform it (the pieces read are the client's, which such a
+	// filter would have changed first).
+	ReadsRequestBodyEarly() bool
+}

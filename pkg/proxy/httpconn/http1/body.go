@@ -347,3 +347,62 @@ func hexValue(c byte) (byte, bool) {
 	}
 	return 0, false
 }
+
+// Ready reports whether Next would return without waiting for the peer:
+// body bytes, or the body's end, are among the buffered bytes (or
+// framing Next fails on). It reads nothing: chunked framing is looked at
+// in the buffer, as Next would parse it. A chunk-size line or trailer
+// section not complete yet is not ready.
+func (b *BodyReader) Ready() bool {
+	if b.done {
+		return true
+	}
+	buf, _ := b.r.Peek(b.r.Buffered())
+	if len(buf) == 0 {
+		return false
+	}
+	if b.kind != BodyChunked || b.state == chunkData {
+		return true
+	}
+	state := b.state
+	for {
+		switch state {
+		case chunkDataEnd:
+			if len(buf) < 2 {
+				return false
+			}
+			if buf[0] != '\r' || buf[1] != '\n' {
+				return true
+			}
+			buf, state = buf[2:], chunkSize
+		case chunkSize, chunkTrailers:
+			i := bytes.IndexByte(buf, '\n')
+			if i < 0 {
+				// An over-long line fails at once.
+				return state == chunkSize && len(buf) > maxChunkLine+1
+			}
+			if i == 0 || buf[i-1] != '\r' {
+				return true
+			}
+			line := buf[:i-1]
+			buf = buf[i+1:]
+			if state == chunkTrailers {
+				if len(line) == 0 {
+					return true
+				}
+				continue
+			}
+			size, err := parseChunkSize(line)
+			switch {
+			case err != nil:
+				return true
+			case size == 0:
+				state = chunkTrailers
+			default:
+				return len(buf) > 0
+			}
+		default:
+			return true
+		}
+	}
+}

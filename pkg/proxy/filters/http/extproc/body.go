@@ -58,20 +58,67 @@ func (f *filter) streamChunk(p []byte, end bool, ph phase) ([]byte, error) {
 }
 
 // streamDecoder sends the request body to the processor piece by piece
-// (STREAMED).
+// (STREAMED). With send_body_without_waiting_for_header_response, the
+// body's first skip bytes were sent already (f.early): their answers
+// are read instead, once, as the body reaches the decoder.
 type streamDecoder struct {
-	f *filter
+	f    *filter
+	skip int
+	// drained: the early pieces' answers were read; endSent: the
+	// body's end was among those pieces.
+	drained, endSent bool
+}
+
+// drain reads the early pieces' answers, the first time.
+func (d *streamDecoder) drain() ([]byte, error) {
+	if d.drained {
+		return nil, nil
+	}
+	d.drained = true
+	f := d.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.early == nil {
+		return nil, nil
+	}
+	out, endSent, err := f.earlyAnswers()
+	d.endSent = endSent
+	return out, err
 }
 
 // DecodeData implements httpfilter.DataDecoder.
 func (d *streamDecoder) DecodeData(p []byte) ([]byte, error) {
-	return d.f.streamChunk(p, false, phaseRequestBody)
+	if d.drained && d.skip == 0 {
+		return d.f.streamChunk(p, false, phaseRequestBody)
+	}
+	out, err := d.drain()
+	if err != nil {
+		return nil, err
+	}
+	k := min(d.skip, len(p))
+	d.skip -= k
+	if p = p[k:]; len(p) == 0 {
+		return out, nil
+	}
+	more, err := d.f.streamChunk(p, false, phaseRequestBody)
+	if err != nil || len(out) == 0 {
+		return more, err
+	}
+	return append(out, more...), nil
 }
 
 // DecodeEnd implements httpfilter.DataDecoder: the body's end, an empty
-// chunk with end_of_stream.
+// chunk with end_of_stream, unless it went early.
 func (d *streamDecoder) DecodeEnd() ([]byte, error) {
-	return d.f.streamChunk(nil, true, phaseRequestBody)
+	out, err := d.drain()
+	if err != nil || d.endSent {
+		return out, err
+	}
+	more, err := d.f.streamChunk(nil, true, phaseRequestBody)
+	if err != nil || len(out) == 0 {
+		return more, err
+	}
+	return append(out, more...), nil
 }
 
 var _ httpfilter.CheckedTrailerDecoder = (*streamDecoder)(nil)

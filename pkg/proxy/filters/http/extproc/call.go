@@ -74,18 +74,31 @@ func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingRe
 		f.observe(m)
 		return nil, nil
 	}
+	f.encodeProtocolConfig(m)
 	timer := time.NewTimer(c.messageTimeout)
 	defer timer.Stop()
 	if c.http != nil {
 		return f.callHTTP(m, timer)
 	}
+	if rep, sent := f.send(m, timer); !sent {
+		return nil, rep
+	}
+	return f.await(timer)
+}
+
+// send sends m on the stream, opening it first, under timer (the
+// message's timeout, which goes on running for its answer). sent false
+// means m did not go: rep is the reply that answers the request, or nil
+// when the request goes on unprocessed. f.st is set when sent.
+func (f *filter) send(m *extprocsvc.ProcessingRequest, timer *time.Timer) (rep *reply, sent bool) {
+	c := f.c
 	if f.st == nil {
 		st, err, late := f.open(timer)
 		switch {
 		case late:
-			return nil, f.timedOut()
+			return f.timedOut(), false
 		case err != nil:
-			return nil, f.streamEnded(err)
+			return f.streamEnded(err), false
 		}
 		f.st = st
 		c.stats.streamsStarted.Inc()
@@ -94,25 +107,45 @@ func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingRe
 	f.addAttributes(m)
 	// Sending may wait for the processor's flow control: the message
 	// timeout bounds it too.
-	sent, st := make(chan struct{}), f.st
+	sentc, st := make(chan struct{}), f.st
 	go func() {
 		st.send(m)
-		close(sent)
+		close(sentc)
 	}()
 	select {
-	case <-sent:
+	case <-sentc:
 	case <-timer.C:
 		rep := f.timedOut()
 		// The stream is cancelled: the send returns, and m (which may
 		// hold the caller's body bytes) is no longer read.
-		<-sent
-		return nil, rep
+		<-sentc
+		return rep, false
 	}
 	c.stats.msgsSent.Inc()
+	return nil, true
+}
+
+// await waits for the answer to the message sent last, until timer
+// fires; it returns as call does.
+func (f *filter) await(timer *time.Timer) (*extprocsvc.ProcessingResponse, *reply) {
+	r, err, late := f.c.waitAnswer(f.st, timer)
+	switch {
+	case late:
+		return nil, f.timedOut()
+	case err != nil:
+		return nil, f.streamEnded(err)
+	}
+	return r, nil
+}
+
+// waitAnswer waits for st's next answer until timer fires (late), or
+// for the stream's end (err). It reads nothing of a filter, so that a
+// goroutine may wait while the request goes on (see early.go).
+func (c *config) waitAnswer(st *sideStream, timer *time.Timer) (r *extprocsvc.ProcessingResponse, err error, late bool) {
 	overridden := false
 	for {
 		select {
-		case r := <-f.st.msgs:
+		case r := <-st.msgs:
 			if d := r.GetOverrideMessageTimeout(); d != nil {
 				// The processor asks for more time, once per message,
 				// within max_message_timeout.
@@ -126,12 +159,29 @@ func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingRe
 				c.stats.overrideTimeoutReceived.Inc()
 				continue
 			}
-			return r, nil
-		case err := <-f.st.end:
-			return nil, f.streamEnded(err)
+			return r, nil, false
+		case err := <-st.end:
+			return nil, err, false
 		case <-timer.C:
-			return nil, f.timedOut()
+			return nil, nil, true
 		}
+	}
+}
+
+// encodeProtocolConfig puts the protocol_config on the first message the
+// processor gets for the request, as Envoy's encodeProtocolConfig: the
+// body modes in effect and send_body_without_waiting_for_header_response,
+// so that the processor knows what will come (not in observability_mode,
+// where nothing it answers is read).
+func (f *filter) encodeProtocolConfig(m *extprocsvc.ProcessingRequest) {
+	if f.protocolSent || f.c.observability {
+		return
+	}
+	f.protocolSent = true
+	m.ProtocolConfig = &extprocsvc.ProtocolConfiguration{
+		RequestBodyMode:                         f.mode.requestBody,
+		ResponseBodyMode:                        f.mode.responseBody,
+		SendBodyWithoutWaitingForHeaderResponse: f.c.sendBodyEarly,
 	}
 }
 
@@ -263,7 +313,8 @@ func detailsOf(s string) string {
 
 // answer reads the processor's answer to phase p, as Envoy's
 // onReceiveMessage: a mode_override applies to a head's answer when
-// allow_mode_override says so and allowed_override_modes, if any, has
+// allow_mode_override says so (and send_body_without_waiting_for_header_response
+// does not: the body may have gone already) and allowed_override_modes, if any, has
 // it; an immediate_response answers the request
 // (unless disable_immediate_response, which makes it spurious); an
 // answer of another kind is spurious, counted, and ends processing with
@@ -274,7 +325,7 @@ func (f *filter) answer(r *extprocsvc.ProcessingResponse, p phase) (ok bool, rep
 	if r == nil {
 		return false, nil
 	}
-	if mo := r.GetModeOverride(); mo != nil && c.allowModeOverride && (p == phaseRequestHeaders || p == phaseResponseHeaders) {
+	if mo := r.GetModeOverride(); mo != nil && c.allowModeOverride && !c.sendBodyEarly && (p == phaseRequestHeaders || p == phaseResponseHeaders) {
 		if c.allowedOverrides != nil && !c.allowedOverrides[overrideKey(mo)] {
 			c.log.V(1).Info("ext_proc mode_override not in allowed_override_modes, ignored")
 		} else if m, err := compileMode(mo); err == nil {

@@ -51,8 +51,12 @@ type config struct {
 	// allowed and disallowed are forward_rules (nil: no filtering).
 	allowed, disallowed router.ListStringMatch
 	allowModeOverride   bool
-	disableImmediate    bool
-	routeCache          extprocv3.ExternalProcessor_RouteCacheAction
+	// sendBodyEarly is send_body_without_waiting_for_header_response:
+	// a STREAMED request body goes to the processor while the answer to
+	// the request headers is awaited (see early.go).
+	sendBodyEarly    bool
+	disableImmediate bool
+	routeCache       extprocv3.ExternalProcessor_RouteCacheAction
 	// ns are metadata_options' namespaces; clusterNS its
 	// cluster_metadata_forwarding_namespaces, read from the metadata of
 	// the request's cluster, found through clusters.
@@ -147,6 +151,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		failureModeAllow:  p.GetFailureModeAllow(),
 		messageTimeout:    defaultMessageTimeout,
 		allowModeOverride: p.GetAllowModeOverride(),
+		sendBodyEarly:     p.GetSendBodyWithoutWaitingForHeaderResponse(),
 		disableImmediate:  p.GetDisableImmediateResponse(),
 		routeCache:        p.GetRouteCacheAction(),
 		log:               ctx.Log,
@@ -193,6 +198,11 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		if p.GetObservabilityMode() {
 			return fail(errors.New("observability_mode: not supported by Outrigger with http_service"))
 		}
+	}
+	if c.sendBodyEarly && c.upstream {
+		// An upstream filter's request body is the attempt's, which
+		// cannot be read ahead of the attempt.
+		return fail(errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger in an upstream filter chain"))
 	}
 	if t := p.GetMessageTimeout(); t != nil {
 		c.messageTimeout = t.AsDuration()
@@ -263,8 +273,6 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 // their paths.
 func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 	switch {
-	case p.GetSendBodyWithoutWaitingForHeaderResponse():
-		return errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger")
 	case p.GetAllowContentLengthHeader():
 		return errors.New("allow_content_length_header: not supported by Outrigger (the connection manager frames bodies itself)")
 	case p.GetEmitClientSpan() != nil:

@@ -51,6 +51,11 @@ type filter struct {
 	respList []attribute
 	// saved is on_processing_response's filter state object.
 	saved *savedResponse
+	// early are the request body's pieces sent before the headers'
+	// answer came, whose answers are still to read (see early.go).
+	early []earlyPiece
+	// protocolSent: the protocol_config went with a message.
+	protocolSent bool
 }
 
 var (
@@ -88,6 +93,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		f.reqAttrs = evaluateAttributes(reqList, s, false)
 	}
 	if f.mode.requestHeaders {
+		if rs, ok := f.sendsBodyEarly(s); ok {
+			return f.decodeHeadersEarly(s, rs)
+		}
 		_, hasBody := s.RequestBody()
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestHeaders{
 			RequestHeaders: &extprocsvc.HttpHeaders{Headers: f.requestHeaderMap(s), EndOfStream: !hasBody},

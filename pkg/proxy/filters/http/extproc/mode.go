@@ -55,6 +55,10 @@ func checkBodyMode(b extprocv3.ProcessingMode_BodySendMode) error {
 		extprocv3.ProcessingMode_BUFFERED, extprocv3.ProcessingMode_BUFFERED_PARTIAL:
 		return nil
 	}
+	if b == extprocv3.ProcessingMode_GRPC {
+		// [#not-implemented-hide:] in the API Outrigger follows.
+		return fmt.Errorf("%s is not supported by Outrigger (nor implemented by Envoy)", b)
+	}
 	return fmt.Errorf("%s is not supported by Outrigger", b)
 }
 
