@@ -167,6 +167,13 @@ func appendBinValue(dst []byte, b Bin, unit Unit, scale bool) []byte {
 	case unit == UnitMicroseconds && scale:
 		v /= 1000
 	}
+	// The bins' bounds are powers of ten times two-digit mantissas,
+	// computed in floating point: a midpoint of 115 comes out as
+	// 115.00000000000001. Such noise is rounded away, so that a timer
+	// of whole milliseconds is sent as one, as Envoy sends its values.
+	if r := math.Round(v); math.Abs(v-r) <= 1e-9*math.Max(1, math.Abs(v)) {
+		v = r
+	}
 	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
 		return strconv.AppendInt(dst, int64(v), 10)
 	}

@@ -446,3 +446,25 @@ func BenchmarkStatsdFlush(b *testing.B) {
 		})
 	}
 }
+
+// TestStatsdBinValues: a bin's value is its integer lower bound, or its
+// midpoint, without the floating-point noise of the bounds (a timer of
+// 115 ms is sent as 115, not 115.00000000000001); real fractions stay.
+func TestStatsdBinValues(t *testing.T) {
+	for _, tc := range []struct {
+		bin   Bin
+		unit  Unit
+		scale bool
+		want  string
+	}{
+		{Bin{LowerBound: 7, Width: 1}, UnitMilliseconds, false, "7"},
+		{Bin{LowerBound: 110.00000000000001, Width: 10}, UnitMilliseconds, false, "115"},
+		{Bin{LowerBound: 1099.9999999999998, Width: 100}, UnitMilliseconds, false, "1150"},
+		{Bin{LowerBound: 1500, Width: 1}, UnitMicroseconds, true, "1.5"},
+		{Bin{LowerBound: 0.25, Width: 0}, UnitMilliseconds, false, "0.25"},
+	} {
+		if got := string(appendBinValue(nil, tc.bin, tc.unit, tc.scale)); got != tc.want {
+			t.Errorf("bin %+v (unit %v, scale %v) = %q, want %q", tc.bin, tc.unit, tc.scale, got, tc.want)
+		}
+	}
+}
