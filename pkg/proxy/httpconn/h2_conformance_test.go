@@ -562,6 +562,20 @@ func (u *h2Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		_, _ = w.Write(bodyPattern(n))
+	case "/first":
+		// The head and the body's first byte, then the rest.
+		var first [1]byte
+		if _, err := io.ReadFull(r.Body, first[:]); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		u.arrived <- struct{}{}
+		rest, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, _ = fmt.Fprintf(w, "%s%s", first[:], rest)
 	case "/slow":
 		u.arrived <- struct{}{}
 		select {
@@ -858,6 +872,19 @@ func TestH2RequestBody(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestH2RequestHeadBeforeBody: a client that sends its request's head
+// and a first piece of body, then waits, has them reach the HTTP/1.1
+// upstream at once; the proxy does not hold them until the next piece.
+func TestH2RequestHeadBeforeBody(t *testing.T) {
+	f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, nil)
+	c := dialH2(t, f.addr)
+	id := c.open(false, requestHead("POST", "/first")...)
+	c.sendData(id, []byte("a"), false)
+	waitSignal(t, f.up.arrived, "the head and the first piece upstream before the rest is sent")
+	c.sendData(id, []byte("bc"), true)
+	c.wantOK(id, "abc")
 }
 
 // beyondWindows is a body size that exceeds both flow-control windows the

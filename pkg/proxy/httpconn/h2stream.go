@@ -819,6 +819,15 @@ func (st *h2Stream) trailers(t http.Header) { st.trailer = t }
 // touch implements downstream: the stream idle timeout restarts.
 func (st *h2Stream) touch(now time.Time) { st.lastActivity = now }
 
+// Ready reports whether Next returns without waiting for the client: a
+// piece has arrived, or the body has ended or failed.
+func (st *h2Stream) Ready() bool {
+	h := st.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(st.in) > 0 || st.bodyErr != nil || st.reset || st.remoteDone || h.closed || h.werr != nil
+}
+
 // Next implements bodySource: the request body as the client sends it,
 // under the stream idle and request timeouts. Flow-control credit goes
 // back as the body is read.

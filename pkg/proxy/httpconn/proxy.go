@@ -896,6 +896,12 @@ func (s *stream) appendRequestHead(o *outBuf, f *upstream.HTTP1Format) {
 	}
 }
 
+// readyBody is a request body that can tell whether its next piece is
+// there without waiting for the client (an HTTP/2 stream's DATA).
+type readyBody interface {
+	Ready() bool
+}
+
 // sendRequestBody streams the request body into o, re-framed (chunked
 // bodies are decoded and encoded again), pushing back the idle deadlines
 // of both sides (tm's on uc) as it flows; a chunked body ends with the
@@ -922,6 +928,17 @@ func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn
 				return err, downstreamSide
 			}
 			down = nil
+		}
+		if len(o.b) > 0 {
+			if r, ok := s.body.(readyBody); ok && !r.Ready() {
+				// What is gathered (the head, the pieces so far)
+				// goes out before the wait for the client's next
+				// piece, as Envoy sends the headers at once. An
+				// HTTP/1 client's reader flushes by itself (flushUp).
+				if err := o.flush(); err != nil {
+					return err, false
+				}
+			}
 		}
 		p, err := s.body.Next()
 		if len(p) > 0 {
