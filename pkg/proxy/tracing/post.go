@@ -46,7 +46,7 @@ type Poster struct {
 	watched <-chan struct{}
 	unwatch func() bool
 	buf     []byte
-	iov     [2][]byte
+	iov     [3][]byte
 	bufs    net.Buffers
 	resp    http1.Response
 	body    http1.BodyReader
@@ -83,6 +83,15 @@ func NewPoster(cluster grpcservice.Cluster, host, path string, headers http.Head
 // Post sends body; an answer other than 2xx is an error. body is written
 // before Post returns and not kept: the caller may reuse it.
 func (p *Poster) Post(ctx context.Context, contentType string, body []byte) error {
+	return p.PostParts(ctx, contentType, body, nil)
+}
+
+// PostParts is Post of a body in two parts, head then rest, sent in the
+// same write as the request's head: an exporter whose spans wait already
+// encoded (an OTLP batch) writes its own head apart and sends the spans
+// from where they wait, rather than copying them behind the head.
+func (p *Poster) PostParts(ctx context.Context, contentType string, head, rest []byte) error {
+	body := bodyParts{head, rest}
 	// The timeout is a deadline on the connection, within the context's
 	// own: no context of its own per request.
 	deadline, _ := ctx.Deadline()
@@ -108,7 +117,7 @@ func (p *Poster) Post(ctx context.Context, contentType string, body []byte) erro
 // exchange writes the request on the connection (opened when there is
 // none) and reads the answer, by deadline (none when zero) and until ctx
 // ends.
-func (p *Poster) exchange(ctx context.Context, deadline time.Time, contentType string, body []byte) error {
+func (p *Poster) exchange(ctx context.Context, deadline time.Time, contentType string, body bodyParts) error {
 	if p.conn == nil {
 		cctx := ctx
 		if !deadline.IsZero() {
@@ -141,15 +150,16 @@ func (p *Poster) exchange(ctx context.Context, deadline time.Time, contentType s
 	b = append(b, "content-type: "...)
 	b = append(b, contentType...)
 	b = append(b, "\r\ncontent-length: "...)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = strconv.AppendInt(b, int64(len(body.head)+len(body.rest)), 10)
 	b = append(b, "\r\n\r\n"...)
 	p.buf = b
 	// The head and the body in one writev, from the poster's own
 	// vector: a net.Buffers on the stack would escape to the heap.
-	p.iov = [2][]byte{b, body}
+	// (WriteTo skips empty buffers.)
+	p.iov = [3][]byte{b, body.head, body.rest}
 	p.bufs = p.iov[:]
 	_, err := p.bufs.WriteTo(conn)
-	p.iov = [2][]byte{}
+	p.iov = [3][]byte{}
 	if err != nil {
 		return err
 	}
@@ -186,6 +196,9 @@ func (p *Poster) exchange(ctx context.Context, deadline time.Time, contentType s
 	}
 	return nil
 }
+
+// bodyParts is a request's body, head then rest.
+type bodyParts struct{ head, rest []byte }
 
 // watch makes the end of ctx interrupt the exchange under way, by a past
 // deadline on the connection. It is registered once per Done channel

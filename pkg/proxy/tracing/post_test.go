@@ -55,6 +55,21 @@ func TestPoster(t *testing.T) {
 		t.Errorf("%d connections for 3 posts, want 1 kept alive", conns.Load())
 	}
 
+	// A body in two parts arrives joined, with their joined length
+	// (net/http reads exactly Content-Length bytes), and either part
+	// may be empty.
+	for _, parts := range [][2]string{{"[1,", "2]"}, {"", "[1,2]"}, {"[1,2]", ""}} {
+		if err := p.PostParts(ctx, "application/json", []byte(parts[0]), []byte(parts[1])); err != nil {
+			t.Fatalf("post of %q: %v", parts, err)
+		}
+		if got := lastReq.Load(); got != "POST /api/v2/spans collector:9411 application/json acme [1,2]" {
+			t.Errorf("post of %q: request = %q", parts, got)
+		}
+	}
+	if conns.Load() != 1 {
+		t.Errorf("%d connections after the posts in parts, want 1 kept alive", conns.Load())
+	}
+
 	// The server drops idle connections: the next post goes on a new one.
 	srv.CloseClientConnections()
 	if err := p.Post(ctx, "application/json", []byte("[2]")); err != nil {

@@ -141,10 +141,13 @@ func (e *httpExporter) Export(ctx context.Context, spans []*tracing.Span) error 
 	return e.p.Post(ctx, "application/x-protobuf", e.buf)
 }
 
-// ExportEncoded implements tracing.EncodedExporter.
+// ExportEncoded implements tracing.EncodedExporter: the request's head
+// (appendEncodedRequest's, up to the spans) is written apart, and the
+// spans are sent from enc as they are, not copied behind it: a copy of
+// every span's bytes per export.
 func (e *httpExporter) ExportEncoded(ctx context.Context, enc []byte, _ int) error {
-	e.buf = appendEncodedRequest(e.buf[:0], e.head, enc)
-	return e.p.Post(ctx, "application/x-protobuf", e.buf)
+	e.buf = appendScopeSpans(e.buf[:0], e.head, len(enc))
+	return e.p.PostParts(ctx, "application/x-protobuf", e.buf, enc)
 }
 
 // Close closes the idle connections.

@@ -86,6 +86,54 @@ func TestRequestDecodesAroundOneByteLengths(t *testing.T) {
 	}
 }
 
+// TestRequestDecodesAroundSpanLengths checks spans whose size or name
+// length are on either side of the varint lengths appendSpan writes
+// inline: a size below 128, between 128 and 16,383, and above, names
+// around 128 bytes.
+func TestRequestDecodesAroundSpanLengths(t *testing.T) {
+	var spans []*tracing.Span
+	add := func(name string, value int) {
+		s := tracing.NewSpan(nil, nil)
+		s.Trace, s.ID, s.Name = tracing.NewTraceID(false), tracing.NewSpanID(), name
+		if value >= 0 {
+			s.SetTag("k", strings.Repeat("v", value))
+		}
+		spans = append(spans, s)
+	}
+	for n := 120; n < 136; n++ {
+		add(strings.Repeat("n", n), -1)
+	}
+	add("", -1)
+	add("ingress", -1)
+	for v := 16300; v < 16400; v += 7 {
+		add("ingress", v)
+	}
+	var req collectorpb.ExportTraceServiceRequest
+	if err := proto.Unmarshal((&encoder{}).appendRequest(nil, requestHead{}, spans), &req); err != nil {
+		t.Fatal(err)
+	}
+	got := req.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()
+	if len(got) != len(spans) {
+		t.Fatalf("%d spans, want %d", len(got), len(spans))
+	}
+	sizes := map[int]bool{}
+	for i, g := range got {
+		s := spans[i]
+		n := spanSize(s)
+		sizes[protowire.SizeVarint(uint64(n))] = true
+		if g.GetName() != s.Name || string(g.GetSpanId()) != string(s.ID[:]) {
+			t.Errorf("span %d (size %d): name %q, id %x", i, n, g.GetName(), g.GetSpanId())
+		}
+		if v, ok := s.Tag("k"); ok && (len(g.GetAttributes()) != 1 || g.GetAttributes()[0].GetValue().GetStringValue() != v) {
+			t.Errorf("span %d (size %d): attributes of %d bytes lost", i, n, len(v))
+		}
+	}
+	// The sizes take one, two and three bytes.
+	if len(sizes) != 3 {
+		t.Errorf("span sizes of %v varint bytes, want 1, 2 and 3", sizes)
+	}
+}
+
 // requestTags are the tags of a proxied request's span, in groups: those
 // of the groups marked constant are the ones a connection manager adds
 // prepared (tracing.PrepareTags).
