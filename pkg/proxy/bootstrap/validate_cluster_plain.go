@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the shortcut must see every field of a cluster, deprecated ones too: a cluster that sets one takes the walk
+
 package bootstrap
 
 import (
