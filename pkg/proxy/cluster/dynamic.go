@@ -121,7 +121,9 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 		}
 	}
 	all := make([]*settings, len(cfgs))
-	seen := map[string]int{}
+	// Sized once: grown entry by entry, the map of a 10,000-cluster
+	// response was rehashed a dozen times.
+	seen := make(map[string]int, len(cfgs))
 	for i, cfg := range cfgs {
 		path := "resources[" + strconv.Itoa(i) + "]"
 		var s *settings
@@ -154,6 +156,14 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 	}
 	cur := m.snap.Load()
 	next := newSnapshotBuilder(len(cur.clusters))
+	if len(m.dyn.warming) == 0 {
+		// Sized for the clusters that may warm (the changed ones), rather
+		// than grown and rehashed entry by entry through a large first
+		// response; an empty map left by earlier promotions goes.
+		if changed := countNil(same); changed > 0 {
+			m.dyn.warming = make(map[string]*Cluster, changed)
+		}
+	}
 	var retired []*Cluster
 	for _, c := range cur.clusters {
 		if c.dynamic != nil {
@@ -243,6 +253,17 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 		m.retireLocked(c)
 	}
 	return nil
+}
+
+// countNil is the number of nil clusters in cs.
+func countNil(cs []*Cluster) int {
+	n := 0
+	for _, c := range cs {
+		if c == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // unchangedDiscovered returns, for each of cfgs, the discovered cluster of
