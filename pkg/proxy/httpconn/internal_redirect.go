@@ -162,6 +162,8 @@ func (s *stream) setupRedirect(p *router.InternalRedirectPolicy, status int) boo
 	// redirect is not followed.
 	r.saved = append(r.saved[:0], s.reqHeaders.fields...)
 	s.copyRedirectHeaders(p.HeadersToCopy)
+	// The copy shares the request's random value (runtime_fraction).
+	s.rreq.RandomValue()
 	req := s.rreq
 	req.Scheme, req.Host, req.Path = target.Scheme, target.Authority, target.Path
 	req.DynamicMetadata, req.FilterState = s.entry.DynamicMetadata, s.entry.FilterState

@@ -92,7 +92,7 @@ func (s *stream) startRouteMirrors(cl UpstreamCluster, ps []*router.MirrorPolicy
 	}
 	var shadows []*shadow
 	for _, p := range ps {
-		if !p.Mirrors(s.m.deps.Runtime, s.rreq.Random) {
+		if !p.Mirrors(s.m.deps.Runtime, s.rreq.RandomValue()) {
 			continue
 		}
 		name := p.ClusterFor(&s.reqHeaders)

@@ -2,7 +2,6 @@ package httpconn
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -552,9 +551,10 @@ func (s *stream) setRequest(method, path, authority string) {
 	s.entry.Method, s.entry.Path, s.entry.Authority, s.entry.Scheme = method, path, authority, s.scheme
 	// Random decides the route's runtime_fraction: one value per
 	// request, kept when a filter clears the route, as Envoy's stream
-	// id.
+	// id. It is drawn at its first use: most requests meet no
+	// runtime_fraction.
 	s.rreq = router.Request{Host: authority, Path: path, Method: method, Scheme: s.scheme, Headers: &s.reqHeaders,
-		Runtime: s.m.deps.Runtime, Random: rand.Uint64(), TLS: s.tls}
+		Runtime: s.m.deps.Runtime, DrawRandom: true, TLS: s.tls}
 }
 
 // end accounts for the finished stream: stats and access-log lines. It

@@ -117,6 +117,8 @@ type upstreamStream struct{ *stream }
 
 // Request implements httpfilter.Stream: the request as it goes upstream.
 func (u upstreamStream) Request() *router.Request {
+	// The copy shares the request's random value (runtime_fraction).
+	u.rreq.RandomValue()
 	u.upReq = u.rreq
 	u.upReq.Path, u.upReq.Host = u.upPath, u.upAuthority
 	return &u.upReq
@@ -204,6 +206,7 @@ func (f shadowFilterStream) RequestHeaders() router.HeaderEditor { return f.h }
 
 // Request implements httpfilter.Stream: the shadow's request.
 func (f shadowFilterStream) Request() *router.Request {
+	f.rreq.RandomValue()
 	f.upReq = f.rreq
 	f.upReq.Path, f.upReq.Host, f.upReq.Headers = f.sh.path, f.sh.authority, f.h
 	return &f.upReq

@@ -134,7 +134,7 @@ func (m *routeMatch) matchesPath(req *Request, path string) bool {
 			return false
 		}
 	}
-	if m.fraction != nil && !m.fraction.Enabled(req.Runtime, req.Random) {
+	if m.fraction != nil && !m.fraction.Enabled(req.Runtime, req.RandomValue()) {
 		return false
 	}
 	switch {

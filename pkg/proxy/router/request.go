@@ -1,6 +1,8 @@
 package router
 
 import (
+	"math/rand/v2"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -44,8 +46,14 @@ type Request struct {
 	Runtime runtime.Reader
 	// Random is the request's random value, drawn once per request:
 	// every runtime_fraction of the table is decided with it, as
-	// Envoy decides them with the stream's id.
+	// Envoy decides them with the stream's id. Read it with
+	// RandomValue, which draws it first when DrawRandom is set.
 	Random uint64
+	// DrawRandom says Random is not drawn yet: RandomValue draws it at
+	// its first read, so that a request no runtime_fraction looks at
+	// draws none. A copy of the request made before the draw would
+	// draw a value of its own: draw it (RandomValue) before copying.
+	DrawRandom bool
 	// DynamicMetadata is the stream's dynamic metadata when the route is
 	// matched, for dynamic_metadata matchers (nil: none).
 	DynamicMetadata *corev3.Metadata
@@ -66,6 +74,16 @@ type Request struct {
 	// routes do); off otherwise, since filters edit headers between
 	// matches.
 	memo headerMemo
+}
+
+// RandomValue is the request's random value (Random), drawn from
+// math/rand/v2's runtime source at the first read when DrawRandom is set,
+// the same value at every later read.
+func (r *Request) RandomValue() uint64 {
+	if r.DrawRandom {
+		r.Random, r.DrawRandom = rand.Uint64(), false
+	}
+	return r.Random
 }
 
 // headerMemo is a header look-up kept for the next one: that of the

@@ -65,3 +65,53 @@ virtual_hosts:
 		})
 	}
 }
+
+// TestRandomDrawnOnce: a request that asks for its random value to be
+// drawn draws none until a runtime_fraction is decided, then one, which
+// every later decision reads; a table without runtime_fraction draws
+// none; a value given (DrawRandom unset) is the one read.
+func TestRandomDrawnOnce(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: layered
+  domains: [layered]
+  routes:
+  - match: {prefix: /, runtime_fraction: {default_value: {numerator: 50}}}
+    route: {cluster: half}
+  - {match: {prefix: /}, route: {cluster: stable}}
+- name: plain
+  domains: [plain]
+  routes:
+  - {match: {prefix: /}, route: {cluster: stable}}
+`)
+	plain := Request{Host: "plain", Path: "/", DrawRandom: true}
+	if r := table.MatchRequest(&plain); r == nil || !plain.DrawRandom || plain.Random != 0 {
+		t.Fatalf("a table without runtime_fraction: route %v, DrawRandom %v, Random %d; want none drawn", r, plain.DrawRandom, plain.Random)
+	}
+	// Drawn values differ from request to request, and each request
+	// keeps its own: its route is the same at every match.
+	seen := map[uint64]bool{}
+	clusters := map[string]bool{}
+	for range 200 {
+		req := Request{Host: "layered", Path: "/", DrawRandom: true}
+		first := table.MatchRequest(&req)
+		if first == nil || req.DrawRandom {
+			t.Fatalf("route %v, DrawRandom %v after a runtime_fraction was decided", first, req.DrawRandom)
+		}
+		v := req.Random
+		seen[v] = true
+		clusters[first.Cluster] = true
+		for range 3 {
+			if again := table.MatchRequest(&req); again != first || req.Random != v || req.RandomValue() != v {
+				t.Fatalf("the request's random value changed: %d then %d", v, req.Random)
+			}
+		}
+	}
+	if len(seen) < 190 || len(clusters) != 2 {
+		t.Errorf("%d distinct random values of 200, clusters %v: want fresh draws on both sides of the share", len(seen), clusters)
+	}
+	given := Request{Host: "layered", Path: "/", Random: 1049}
+	if r := table.MatchRequest(&given); r == nil || r.Cluster != "half" || given.Random != 1049 {
+		t.Errorf("a given random value 1049: route %v, Random %d; want half and the value kept", r, given.Random)
+	}
+}

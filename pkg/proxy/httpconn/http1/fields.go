@@ -1,6 +1,9 @@
 package http1
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // parseFields parses the header section that follows the start line: every
 // line up to the empty one that ends head. Names are validated and
@@ -15,31 +18,31 @@ func parseFields(head []byte, dst Headers, maxCount int) (Headers, error) {
 			// elsewhere may not.
 			return dst, ErrTruncatedHead
 		}
-		line := head[:nl]
-		head = head[nl+1:]
-		if len(line) > 0 && line[len(line)-1] == '\r' {
-			line = line[:len(line)-1]
+		end := nl
+		if end > 0 && head[end-1] == '\r' {
+			end--
 		}
-		if len(line) == 0 {
+		if end == 0 {
 			break
 		}
-		if line[0] == ' ' || line[0] == '\t' {
+		if head[0] == ' ' || head[0] == '\t' {
 			return dst, ErrObsFold
 		}
-		colon := bytes.IndexByte(line, ':')
+		// The name is checked and lower-cased as the colon is looked
+		// for: it ends at the first byte that is not a tchar, which must
+		// be the colon.
+		colon := nameEnd(head[:end])
 		if colon <= 0 {
 			return dst, ErrHeaderName
 		}
-		name := line[:colon]
-		for i, c := range name {
-			l := tokenLower[c]
-			if l == 0 {
-				return dst, ErrHeaderName
-			}
-			name[i] = l
+		value := trimOWS(head[colon+1 : end])
+		// Eight bytes at a time while they are plain (see
+		// plainValueWord); the byte loop decides the rest.
+		rest := value
+		for len(rest) >= 8 && plainValueWord(binary.LittleEndian.Uint64(rest)) {
+			rest = rest[8:]
 		}
-		value := trimOWS(line[colon+1:])
-		for _, c := range value {
+		for _, c := range rest {
 			if chars[c]&classValue == 0 {
 				if c == '\r' {
 					return dst, ErrBareCR
@@ -50,7 +53,8 @@ func parseFields(head []byte, dst Headers, maxCount int) (Headers, error) {
 		if len(dst) == maxCount {
 			return dst, ErrTooManyHeaders
 		}
-		dst = append(dst, Header{Name: name, Value: value})
+		dst = append(dst, Header{Name: head[:colon], Value: value})
+		head = head[nl+1:]
 	}
 	return dst, nil
 }
@@ -104,4 +108,22 @@ func parseDecimal(b []byte) (int64, bool) {
 		n = n*10 + int64(c-'0')
 	}
 	return n, true
+}
+
+// nameEnd lower-cases the header name that starts line, in place, and
+// returns where it ends: the offset of the colon that follows it, or -1
+// when a byte before the colon is not a tchar or there is no colon. One
+// pass does what a search for the colon and a check of the name did.
+func nameEnd(line []byte) int {
+	for i, c := range line {
+		if c == ':' {
+			return i
+		}
+		l := tokenLower[c]
+		if l == 0 {
+			return -1
+		}
+		line[i] = l
+	}
+	return -1
 }
