@@ -43,7 +43,11 @@ type config struct {
 	mu       sync.Mutex
 	services map[string]*service
 
-	failureModeAllow  bool
+	failureModeAllow bool
+	// emitClientSpan is emit_client_span (default true): a traced
+	// request's stream has a span of its own, else it carries the
+	// request span's context.
+	emitClientSpan    bool
 	mode              mode
 	messageTimeout    time.Duration
 	maxMessageTimeout time.Duration
@@ -145,6 +149,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		name:              ctx.Name,
 		upstream:          ctx.Upstream,
 		failureModeAllow:  p.GetFailureModeAllow(),
+		emitClientSpan:    p.GetEmitClientSpan() == nil || p.GetEmitClientSpan().GetValue(),
 		messageTimeout:    defaultMessageTimeout,
 		allowModeOverride: p.GetAllowModeOverride(),
 		disableImmediate:  p.GetDisableImmediateResponse(),
@@ -267,8 +272,8 @@ func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 		return errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger")
 	case p.GetAllowContentLengthHeader():
 		return errors.New("allow_content_length_header: not supported by Outrigger (the connection manager frames bodies itself)")
-	case p.GetEmitClientSpan() != nil:
-		return errors.New("emit_client_span: not supported by Outrigger (no tracing of the processor's stream)")
+	case p.GetEmitClientSpan() != nil && p.GetHttpService() != nil:
+		return errors.New("emit_client_span: not supported with http_service by Outrigger (only a gRPC processor's stream is traced, as in Envoy, whose HTTP client for ext_proc has no span)")
 	}
 	return nil
 }
