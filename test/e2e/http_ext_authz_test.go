@@ -424,11 +424,13 @@ var _ = Describe("The external authorization filter", func() {
 		})
 
 		It("is refused at load with the path of a field it does not implement", func() {
+			// The span of a call to an HTTP service is not implemented
+			// (a gRPC service's is).
 			cfg := extAuthzBootstrap(echoUpstream(), grpcPortForRefusal, "127.0.0.1:1",
-				extAuthzListener("bad", freePort(), grpcAuthzFilter("emit_client_span: false"), ""))
+				extAuthzListener("bad", freePort(), `http_service: {server_uri: {uri: "http://authz", cluster: authz_http, timeout: 1s}}, emit_client_span: false`, ""))
 			res, _ := validate("bad.yaml", cfg)
 			Expect(res.ExitCode).NotTo(Equal(0))
-			Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.emit_client_span: not supported by Outrigger"))
+			Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.emit_client_span: not supported with http_service by Outrigger"))
 		})
 
 		It("asks a route's service override, vets the service's edits, and logs the check's latency", func() {

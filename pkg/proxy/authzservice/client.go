@@ -61,6 +61,10 @@ func (c *Client) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 	return c.client.Check(ctx, req)
 }
 
+// SpanTags are the upstream_cluster and upstream_address tags of a
+// check's span (grpcservice.Channel.SpanTags).
+func (c *Client) SpanTags() (cluster, address string) { return c.ch.SpanTags() }
+
 // Close closes the service's channel.
 func (c *Client) Close() error { return c.ch.Close() }
 

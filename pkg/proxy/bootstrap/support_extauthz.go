@@ -4,9 +4,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedExtAuthz lists the fields of envoy.filters.http.ext_authz that
 // Outrigger implements (see supportedCore), and of its per-route
-// ExtAuthzPerRoute. Not listed, so refused with their path: emit_client_span
-// and per route check_settings.emit_client_span (the check is not traced:
-// no client span to emit or suppress). The HTTP service's retry_policy
+// ExtAuthzPerRoute. The HTTP service's retry_policy
 // is read as Envoy converts it (its retry_on, which that drops, is
 // refused by the filter).
 // The filter's Compile refuses transport_api_version V2.
@@ -120,6 +118,11 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	// instead of the filter's service.
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.grpc_service": {},
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.http_service": {},
+	// The span of a check with a gRPC service (filter and route); the
+	// filter refuses them with an HTTP service, whose calls Outrigger
+	// does not trace.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.emit_client_span":      {},
+	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.emit_client_span": {},
 	// RuntimeFeatureFlag (filter_enabled's kin) is listed with the
 	// compressor's fields, which share it.
 }

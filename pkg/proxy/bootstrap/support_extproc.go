@@ -25,9 +25,8 @@ var extProcModifierPath = regexp.MustCompile(`\.processing_request_modifier\.typ
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtProcPerRoute. Not listed, so refused with their path:
-// allow_content_length_header, emit_client_span and the typed receiving
-// namespaces, and per route async_mode and the attributes (which Envoy
-// does not implement) and emit_client_span.
+// allow_content_length_header and the typed receiving namespaces, and per
+// route async_mode and the attributes (which Envoy does not implement).
 // The filter refuses cluster_metadata_forwarding_namespaces per route. The filter's Compile refuses what the values
 // leave: the FULL_DUPLEX_STREAMED and GRPC body modes, and
 // mutation_rules.allow_all_routing true.
@@ -113,4 +112,8 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.failure_mode_allow":    {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.metadata_options":      {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.grpc_initial_metadata": {},
+	// The span of a gRPC processor's stream (filter and route); the
+	// filter refuses it with an http_service, which Envoy does not trace.
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.emit_client_span": {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.emit_client_span":  {},
 }

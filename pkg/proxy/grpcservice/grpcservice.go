@@ -51,7 +51,16 @@ type Channel struct {
 	reconnect *Backoff
 	// Target names the service in logs: "cluster <name>" or the URI.
 	Target string
+	// spanCluster and spanAddress are the upstream_cluster and
+	// upstream_address tags of a call's span (SpanTags).
+	spanCluster, spanAddress string
 }
+
+// SpanTags are the upstream_cluster and upstream_address tags Envoy's
+// asynchronous gRPC client gives a call's span: the cluster and the
+// envoy_grpc authority (the cluster when none is set), or a google_grpc
+// service's stat_prefix and target URI.
+func (ch *Channel) SpanTags() (cluster, address string) { return ch.spanCluster, ch.spanAddress }
 
 // Open checks a GrpcService and opens its channel; connections are made
 // lazily, by the first call. Errors name the field path below the
@@ -153,6 +162,7 @@ func (ch *Channel) openCluster(eg *corev3.GrpcService_EnvoyGrpc, ctx Context) er
 		return fmt.Errorf("envoy_grpc: %w", err)
 	}
 	ch.conn, ch.Target = conn, "cluster "+name
+	ch.spanCluster, ch.spanAddress = name, authority
 	return nil
 }
 
@@ -182,6 +192,7 @@ func (ch *Channel) openTarget(gg *corev3.GrpcService_GoogleGrpc) error {
 		return fmt.Errorf("google_grpc.target_uri: %w", err)
 	}
 	ch.conn, ch.Target = conn, gg.GetTargetUri()
+	ch.spanCluster, ch.spanAddress = gg.GetStatPrefix(), gg.GetTargetUri()
 	return nil
 }
 
@@ -199,11 +210,19 @@ func (ch *Channel) ReconnectBackoff() (b Backoff, ok bool) {
 func (ch *Channel) Conn() *grpc.ClientConn { return ch.conn }
 
 // CallContext returns a context for one call: the configured timeout and
-// initial metadata applied to parent. A timeout of 0 means none, which is
-// what a long-lived stream wants (streams ignore the timeout in Envoy).
+// initial metadata applied to parent, then the metadata parent carries
+// for the call (WithCallMetadata), which replaces initial metadata of the
+// same keys. A timeout of 0 means none, which is what a long-lived stream
+// wants (streams ignore the timeout in Envoy).
 func (ch *Channel) CallContext(parent context.Context, stream bool) (context.Context, context.CancelFunc) {
 	ctx := parent
-	if len(ch.metadata) > 0 {
+	if extra, _ := parent.Value(callMetadataKey{}).(metadata.MD); len(extra) > 0 {
+		md := ch.metadata.Copy()
+		for k, v := range extra {
+			md[k] = v
+		}
+		ctx = metadata.NewOutgoingContext(ctx, md)
+	} else if len(ch.metadata) > 0 {
 		ctx = metadata.NewOutgoingContext(ctx, ch.metadata)
 	}
 	if ch.timeout > 0 && !stream {

@@ -18,6 +18,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
 // httpFiltersCategory is the category of the extensions http_filters
@@ -334,6 +335,11 @@ func (s *stream) RouteConfigs(name string, dst []httpfilter.RouteConfig) []httpf
 
 // RemoteIP implements httpfilter.Stream.
 func (s *stream) RemoteIP() string { return s.remoteIP }
+
+// ActiveSpan implements httpfilter.SpanSource: the request's span, made
+// from the bare context an unsampled request keeps when a filter needs it
+// after all (its call's span is a child of it, unsampled too).
+func (s *stream) ActiveSpan() *tracing.Span { return s.requestSpan() }
 
 // ConnectionState implements httpfilter.Stream.
 func (s *stream) ConnectionState(key any, create func() any) any {

@@ -28,6 +28,9 @@ type checkInput struct {
 	// filter's, within timeout (0: none).
 	client  checker
 	timeout time.Duration
+	// emitClientSpan: a traced check has a span of its own (the
+	// filter's emit_client_span, or the route's).
+	emitClientSpan bool
 }
 
 // checkRequest builds the CheckRequest of a request as Envoy's

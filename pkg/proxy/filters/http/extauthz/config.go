@@ -76,6 +76,10 @@ type config struct {
 	// destinationLabels are the node metadata's labels under
 	// bootstrap_metadata_labels_key, sent as the destination's labels.
 	destinationLabels map[string]string
+	// emitClientSpan is emit_client_span (default true): a traced
+	// request's check has a span of its own, else it carries the
+	// request span's context.
+	emitClientSpan bool
 	// ingestMetadata is enable_dynamic_metadata_ingestion (default true):
 	// the service's dynamic metadata becomes the filter's.
 	ingestMetadata bool
@@ -155,6 +159,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		destinationLabels:   authzservice.NodeLabels(ctx.NodeMetadata, p.GetBootstrapMetadataLabelsKey()),
 		chargeCluster:       p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
 		ingestMetadata:      p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
+		emitClientSpan:      p.GetEmitClientSpan() == nil || p.GetEmitClientSpan().GetValue(),
 		store:               ctx.Stats,
 	}
 	for _, h := range p.GetClearRouteCacheHeaders() {
@@ -250,8 +255,8 @@ func openGRPC(gs *corev3.GrpcService, svc httpfilter.Services, def time.Duration
 // implements only at their default) with their paths.
 func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 	switch {
-	case p.GetEmitClientSpan() != nil:
-		return errors.New("emit_client_span: not supported by Outrigger (the check is not traced)")
+	case p.GetEmitClientSpan() != nil && p.GetHttpService() != nil:
+		return errors.New("emit_client_span: not supported with http_service by Outrigger (only the calls to a gRPC authorization service are traced)")
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
@@ -94,9 +95,14 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	done := make(chan struct{})
 	var resp *response
 	start := time.Now()
+	// The check's span starts here, where the request's span may be
+	// read; the call's goroutine finishes it.
+	sp := checkSpan(s, in, start)
+	ctx = grpcservice.WithCallMetadata(ctx, sp.Metadata())
 	go func() {
 		defer close(done)
 		resp = in.client.check(ctx, req, rendered)
+		finishCheckSpan(sp, ctx, resp)
 	}()
 	if !s.Wait(done) {
 		// The client went away or the stream timed out: the call is
@@ -247,6 +253,7 @@ func replyStatus(status, def int) int {
 // service override of the most specific.
 func (f *filter) routeSettings(s httpfilter.Stream) (in checkInput, skip bool) {
 	in.settings, in.client, in.timeout = f.c.body, f.c.client, f.c.timeout
+	in.emitClientSpan = f.c.emitClientSpan
 	f.routeConfigs = s.RouteConfigs(f.c.name, f.routeConfigs[:0])
 	defer clear(f.routeConfigs)
 	if len(f.routeConfigs) == 0 {
@@ -273,6 +280,9 @@ func (f *filter) routeSettings(s httpfilter.Stream) (in checkInput, skip bool) {
 	}
 	if most.client != nil {
 		in.client, in.timeout = most.client, most.timeout
+	}
+	if most.emitClientSpan != nil {
+		in.emitClientSpan = *most.emitClientSpan
 	}
 	switch {
 	case most.disableBody:

@@ -20,7 +20,9 @@ func (g *grpcClient) check(ctx context.Context, req *authv3.CheckRequest, _ []st
 	// The filter's context has the timeout.
 	resp, err := g.c.Check(ctx, req)
 	if err != nil {
-		return errorResponse(err.Error())
+		r := errorResponse(err.Error())
+		r.callErr = err
+		return r
 	}
 	r := grpcAnswer(resp)
 	r.dynamicMetadata = authzservice.DynamicMetadata(resp)

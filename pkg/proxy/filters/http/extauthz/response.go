@@ -61,6 +61,9 @@ type headerEdit struct {
 // response is a check's answer.
 type response struct {
 	status checkStatus
+	// callErr is the error of a gRPC check that got no answer (nil when
+	// the service answered), for the check's span.
+	callErr error
 	// httpStatus is the status of a denied (or failed) request's local
 	// reply; 0 means the default (403, or status_on_error).
 	httpStatus int

@@ -24,6 +24,9 @@ type routeConfig struct {
 	// specific configuration's override counts, as in Envoy.
 	client  checker
 	timeout time.Duration
+	// emitClientSpan is check_settings.emit_client_span, nil when unset
+	// (the filter's applies).
+	emitClientSpan *bool
 }
 
 // perRouteTimeout is Envoy's timeout of a per-route service that sets
@@ -46,8 +49,8 @@ func compileRoute(p *extauthzv3.ExtAuthzPerRoute, ctx httpfilter.Context) (*rout
 		return rc, nil
 	}
 	switch {
-	case cs.GetEmitClientSpan() != nil:
-		return nil, errors.New("check_settings.emit_client_span: not supported by Outrigger (no tracing of the check)")
+	case cs.GetEmitClientSpan() != nil && cs.GetHttpService() != nil:
+		return nil, errors.New("check_settings.emit_client_span: not supported with check_settings.http_service by Outrigger (only the calls to a gRPC authorization service are traced)")
 	case cs.GetDisableRequestBodyBuffering() && cs.GetWithRequestBody() != nil:
 		// Envoy's words.
 		return nil, errors.New("check_settings: invalid configuration for check_settings. Only one of disable_request_body_buffering or with_request_body can be set")
@@ -68,6 +71,10 @@ func compileRoute(p *extauthzv3.ExtAuthzPerRoute, ctx httpfilter.Context) (*rout
 		if rc.client, rc.timeout, err = newHTTPClient(o.HttpService, ctx.Services, perRouteTimeout); err != nil {
 			return nil, fmt.Errorf("check_settings.http_service.%w", err)
 		}
+	}
+	if e := cs.GetEmitClientSpan(); e != nil {
+		v := e.GetValue()
+		rc.emitClientSpan = &v
 	}
 	rc.contextExtensions = cs.GetContextExtensions()
 	rc.disableBody = cs.GetDisableRequestBodyBuffering()

@@ -196,9 +196,9 @@ func (f *filter) open(timer *time.Timer) (st *sideStream, err error, late bool) 
 	ctx, cancel := context.WithCancel(context.Background())
 	// The goroutine may outlive the call (and the filter, pooled again):
 	// it reads nothing of f.
-	res, svc, md := make(chan opened, 1), f.svc, f.initialMetadata
+	res, svc, md, sp := make(chan opened, 1), f.svc, f.initialMetadata, f.streamSpan()
 	go func() {
-		st, err := svc.openStream(ctx, cancel, md)
+		st, err := svc.openStream(ctx, cancel, md, sp)
 		res <- opened{st, err}
 	}()
 	select {

@@ -43,7 +43,11 @@ type config struct {
 	mu       sync.Mutex
 	services map[string]*service
 
-	failureModeAllow  bool
+	failureModeAllow bool
+	// emitClientSpan is emit_client_span (default true): a traced
+	// request's stream has a span of its own, else it carries the
+	// request span's context.
+	emitClientSpan    bool
 	mode              mode
 	messageTimeout    time.Duration
 	maxMessageTimeout time.Duration
@@ -149,6 +153,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		name:              ctx.Name,
 		upstream:          ctx.Upstream,
 		failureModeAllow:  p.GetFailureModeAllow(),
+		emitClientSpan:    p.GetEmitClientSpan() == nil || p.GetEmitClientSpan().GetValue(),
 		messageTimeout:    defaultMessageTimeout,
 		allowModeOverride: p.GetAllowModeOverride(),
 		sendBodyEarly:     p.GetSendBodyWithoutWaitingForHeaderResponse(),
@@ -275,8 +280,8 @@ func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 	switch {
 	case p.GetAllowContentLengthHeader():
 		return errors.New("allow_content_length_header: not supported by Outrigger (the connection manager frames bodies itself)")
-	case p.GetEmitClientSpan() != nil:
-		return errors.New("emit_client_span: not supported by Outrigger (no tracing of the processor's stream)")
+	case p.GetEmitClientSpan() != nil && p.GetHttpService() != nil:
+		return errors.New("emit_client_span: not supported with http_service by Outrigger (only a gRPC processor's stream is traced, as in Envoy, whose HTTP client for ext_proc has no span)")
 	}
 	return nil
 }

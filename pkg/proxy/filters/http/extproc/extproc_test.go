@@ -70,6 +70,12 @@ func TestCompileRefusesWithPath(t *testing.T) {
 				RequestHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "a", Value: "b"}}},
 			}}
 		}, "http_service.http_service.request_headers_to_add: not supported by Outrigger"},
+		{"http service span", func(p *extprocv3.ExternalProcessor) {
+			p.GrpcService, p.HttpService = nil, &extprocv3.ExtProcHttpService{HttpService: &corev3.HttpService{
+				HttpUri: &corev3.HttpUri{Uri: "http://proc/x", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "proc"}},
+			}}
+			p.EmitClientSpan = wrapperspb.Bool(true)
+		}, "emit_client_span: not supported with http_service"},
 		{"attributes", func(p *extprocv3.ExternalProcessor) {
 			p.RequestAttributes = []string{"request.path", "request.headers["}
 		}, "request_attributes[1]: ERROR"},
@@ -104,8 +110,8 @@ func TestCompileRefusesWithPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := c.(*config); cfg.messageTimeout != defaultMessageTimeout || cfg.mode != defaultMode {
-		t.Errorf("defaults: timeout %v mode %+v", cfg.messageTimeout, cfg.mode)
+	if cfg := c.(*config); cfg.messageTimeout != defaultMessageTimeout || cfg.mode != defaultMode || !cfg.emitClientSpan {
+		t.Errorf("defaults: timeout %v mode %+v emit_client_span %v", cfg.messageTimeout, cfg.mode, cfg.emitClientSpan)
 	}
 	_ = c.(*config).Close()
 }

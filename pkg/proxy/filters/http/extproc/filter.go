@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
 // filter is one request's ext_proc filter.
@@ -56,6 +57,13 @@ type filter struct {
 	early []earlyPiece
 	// protocolSent: the protocol_config went with a message.
 	protocolSent bool
+	// span is the request's span when it is traced and the processor is
+	// a gRPC one, read where the request's goroutine may (streamSpan);
+	// emitSpan is emit_client_span; propagate, without it, carries the
+	// request span's context.
+	span      *tracing.Span
+	emitSpan  bool
+	propagate *tracing.CallSpan
 }
 
 var (
@@ -84,6 +92,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	f.mode, f.svc, f.failureModeAllow = set.mode, set.svc, set.failureModeAllow
 	f.ns, f.initialMetadata = set.ns, set.initialMetadata
+	f.traceStream(s, set.emitClientSpan)
 	f.mdContext = f.metadataContext(s)
 	reqList, respList := f.c.attributeLists(set.modifier)
 	f.respList = respList

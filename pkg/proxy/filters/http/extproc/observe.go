@@ -9,6 +9,8 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
 // defaultDeferredClose is Envoy's deferred_close_timeout when none is
@@ -33,19 +35,19 @@ type observer struct {
 }
 
 // startObserver starts the stream's goroutine.
-func (c *config) startObserver(svc *service, md []*corev3.HeaderValue) *observer {
+func (c *config) startObserver(svc *service, md []*corev3.HeaderValue, sp *tracing.CallSpan) *observer {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &observer{queue: make(chan *extprocsvc.ProcessingRequest, observeQueue), cancel: cancel}
 	c.stats.streamsStarted.Inc()
-	go o.run(ctx, cancel, svc, md, c.stats)
+	go o.run(ctx, cancel, svc, md, sp, c.stats)
 	return o
 }
 
 // run opens the stream and sends the queue until it is closed, then
 // waits for the processor to end the stream, or for ctx's end.
-func (o *observer) run(ctx context.Context, cancel context.CancelFunc, svc *service, md []*corev3.HeaderValue, st filterStats) {
+func (o *observer) run(ctx context.Context, cancel context.CancelFunc, svc *service, md []*corev3.HeaderValue, sp *tracing.CallSpan, st filterStats) {
 	defer cancel()
-	s, err := svc.openStream(ctx, cancel, md)
+	s, err := svc.openStream(ctx, cancel, md, sp)
 	if err != nil {
 		st.streamsFailed.Inc()
 		for range o.queue {
@@ -96,7 +98,7 @@ func (o *observer) finish(wait time.Duration) {
 func (f *filter) observe(m *extprocsvc.ProcessingRequest) {
 	c := f.c
 	if f.obs == nil {
-		f.obs = c.startObserver(f.svc, f.initialMetadata)
+		f.obs = c.startObserver(f.svc, f.initialMetadata, f.streamSpan())
 	}
 	m.ObservabilityMode = true
 	m.MetadataContext = f.mdContext

@@ -20,6 +20,8 @@ type routeConfig struct {
 	grpcKey string
 	// failureModeAllow is overrides.failure_mode_allow, nil when unset.
 	failureModeAllow *bool
+	// emitClientSpan is overrides.emit_client_span, nil when unset.
+	emitClientSpan *bool
 	// forward and receive are overrides.metadata_options' namespaces,
 	// nil when their lists are unset.
 	forward, receive *namespaces
@@ -35,6 +37,7 @@ type settings struct {
 	mode             mode
 	svc              *service
 	failureModeAllow bool
+	emitClientSpan   bool
 	ns               metadataNamespaces
 	// initialMetadata is added to the stream's initial metadata, each
 	// entry replacing the grpc_service's of the same key.
@@ -77,6 +80,10 @@ func compileRoute(p *extprocv3.ExtProcPerRoute, ctx httpfilter.Context) (*routeC
 	if v := o.GetFailureModeAllow(); v != nil {
 		b := v.GetValue()
 		rc.failureModeAllow = &b
+	}
+	if v := o.GetEmitClientSpan(); v != nil {
+		b := v.GetValue()
+		rc.emitClientSpan = &b
 	}
 	if mo := o.GetMetadataOptions(); mo != nil {
 		if err := checkMetadataOptions(mo); err != nil {
@@ -122,8 +129,6 @@ func refuseUnsupportedOverrides(o *extprocv3.ExtProcOverrides) error {
 		return errors.New("overrides.request_attributes: not supported by Outrigger (Envoy does not implement it either; the filter's request_attributes are)")
 	case len(o.GetResponseAttributes()) > 0:
 		return errors.New("overrides.response_attributes: not supported by Outrigger (Envoy does not implement it either; the filter's response_attributes are)")
-	case o.GetEmitClientSpan() != nil:
-		return errors.New("overrides.emit_client_span: not supported by Outrigger (no tracing of the processor's stream)")
 	}
 	return nil
 }
@@ -137,7 +142,7 @@ func refuseUnsupportedOverrides(o *extprocv3.ExtProcOverrides) error {
 // specific one replacing the entries of its key.
 func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 	c := f.c
-	set := settings{mode: c.mode, svc: c.svc, failureModeAllow: c.failureModeAllow, ns: c.ns, modifier: c.modifier}
+	set := settings{mode: c.mode, svc: c.svc, failureModeAllow: c.failureModeAllow, emitClientSpan: c.emitClientSpan, ns: c.ns, modifier: c.modifier}
 	f.routeConfigs = s.RouteConfigs(c.name, f.routeConfigs[:0])
 	defer clear(f.routeConfigs)
 	if len(f.routeConfigs) == 0 {
@@ -163,6 +168,9 @@ func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 		if rc.failureModeAllow != nil {
 			merged.failureModeAllow = rc.failureModeAllow
 		}
+		if rc.emitClientSpan != nil {
+			merged.emitClientSpan = rc.emitClientSpan
+		}
 		if rc.forward != nil {
 			merged.forward = rc.forward
 		}
@@ -184,6 +192,9 @@ func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 	c.observableBodies(&set.mode)
 	if merged.failureModeAllow != nil {
 		set.failureModeAllow = *merged.failureModeAllow
+	}
+	if merged.emitClientSpan != nil {
+		set.emitClientSpan = *merged.emitClientSpan
 	}
 	if merged.forward != nil {
 		set.ns.forward = *merged.forward

@@ -2,6 +2,9 @@ package extproc
 
 import (
 	"context"
+	"errors"
+	"io"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc/metadata"
@@ -9,6 +12,7 @@ import (
 	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
 // service is a processor's channel and client.
@@ -34,15 +38,19 @@ type sideStream struct {
 	// end receives the error that ended the stream (io.EOF when the
 	// processor closed it cleanly), once.
 	end chan error
+	// span is the stream's span, nil for an untraced request.
+	span *tracing.CallSpan
 }
 
 // openStream starts a Process stream under ctx, which cancel ends; the
 // channel's initial metadata applies, each entry of extra (the route's
-// grpc_initial_metadata) replacing the values of its key; no timeout
-// (each message has its own). It blocks while the channel connects.
-func (s *service) openStream(ctx context.Context, cancel context.CancelFunc, extra []*corev3.HeaderValue) (*sideStream, error) {
+// grpc_initial_metadata) replacing the values of its key, then the trace
+// context of sp, the stream's span (nil for an untraced request), which
+// ends with the stream; no timeout (each message has its own). It blocks
+// while the channel connects.
+func (s *service) openStream(ctx context.Context, cancel context.CancelFunc, extra []*corev3.HeaderValue, sp *tracing.CallSpan) (*sideStream, error) {
 	ctx, callCancel := s.ch.CallContext(ctx, true)
-	if len(extra) > 0 {
+	if trace := sp.Metadata(); len(extra) > 0 || len(trace) > 0 {
 		md, _ := metadata.FromOutgoingContext(ctx)
 		md = md.Copy()
 		for _, h := range extra {
@@ -52,10 +60,16 @@ func (s *service) openStream(ctx context.Context, cancel context.CancelFunc, ext
 			}
 			md.Set(h.GetKey(), v)
 		}
+		// As Envoy's client, which injects the span's context once the
+		// initial metadata is in the headers.
+		for k, v := range trace {
+			md[k] = v
+		}
 		ctx = metadata.NewOutgoingContext(ctx, md)
 	}
 	cl, err := s.client.Process(ctx)
 	if err != nil {
+		sp.Finish(err, time.Now())
 		callCancel()
 		cancel()
 		return nil, err
@@ -65,6 +79,7 @@ func (s *service) openStream(ctx context.Context, cancel context.CancelFunc, ext
 		cl:     cl,
 		msgs:   make(chan *extprocsvc.ProcessingResponse),
 		end:    make(chan error, 1),
+		span:   sp,
 	}
 	go st.receive(ctx)
 	return st, nil
@@ -75,12 +90,14 @@ func (st *sideStream) receive(ctx context.Context) {
 	for {
 		m, err := st.cl.Recv()
 		if err != nil {
+			st.endSpan(ctx, err)
 			st.end <- err
 			return
 		}
 		select {
 		case st.msgs <- m:
 		case <-ctx.Done():
+			st.span.Cancel(time.Now())
 			st.end <- ctx.Err()
 			return
 		}
@@ -94,8 +111,26 @@ func (st *sideStream) send(m *extprocsvc.ProcessingRequest) {
 }
 
 // close ends the stream: half-close, then cancel, which ends the
-// receiver.
+// receiver; the stream's span, unless the processor ended the stream
+// first, ends cancelled, as Envoy's client resets a stream its filter
+// is done with.
 func (st *sideStream) close() {
 	_ = st.cl.CloseSend()
 	st.cancel()
+	st.span.Cancel(time.Now())
+}
+
+// endSpan ends the stream's span as the stream ended, with err from the
+// receiver: the processor's status (io.EOF an OK one), or a cancellation
+// when the filter ended the stream (ctx's end).
+func (st *sideStream) endSpan(ctx context.Context, err error) {
+	now := time.Now()
+	switch {
+	case errors.Is(err, io.EOF):
+		st.span.Finish(nil, now)
+	case ctx.Err() != nil:
+		st.span.Cancel(now)
+	default:
+		st.span.Finish(err, now)
+	}
 }
