@@ -16,4 +16,7 @@ var refusedTail = map[protoreflect.FullName]string{
 	"envoy.config.tap.v3.OutputSink.buffered_admin": "not supported by Outrigger: Envoy's /tap keeps a session's traces until " +
 		"max_traces or the timeout and answers them in one body; Outrigger's /tap streams each trace as it comes (streaming_admin), " +
 		"and answers a tap_config with buffered_admin 400",
+	"envoy.extensions.filters.http.composite.v3.ExecuteFilterAction.dynamic_config": "not supported by Outrigger: " +
+		"it is delivered by extension config discovery (ECDS), which Outrigger does not implement (a connection manager's " +
+		"config_discovery is refused too); typed_config, filter_chain and filter_chain_name are supported",
 }
