@@ -101,20 +101,6 @@ var _ = Describe("The custom_response filter", func() {
 		Expect(r.Body).To(Equal("<p>gone for good</p>"))
 	})
 
-	It("refuses the redirect policy with its path", func() {
-		cfg := func(matcher string) string {
-			return proxySpec{
-				Port:     freePort(),
-				Filters:  "[" + httpFilter("envoy.filters.http.custom_response", customResponseType, `{custom_response_matcher: `+matcher+`}`) + "]",
-				Clusters: []proxyCluster{{Name: "up", Port: freePort()}},
-			}.YAML()
-		}
-		const at = "http_filters[0].typed_config.custom_response_matcher."
-		r, _ := validate("b.yaml", cfg(`{on_no_match: {action: {name: r, typed_config: {"@type": type.googleapis.com/envoy.extensions.http.custom_response.redirect_policy.v3.RedirectPolicy, uri: "https://example.com/error"}}}}`))
-		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring(at + `on_no_match.action.typed_config: type "envoy.extensions.http.custom_response.redirect_policy.v3.RedirectPolicy" is not supported here`))
-	})
-
 	It("formats the body with body_format and sets the response code details as the policy says", func() {
 		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("x-why", "quota")

@@ -49,13 +49,14 @@ var supportedCompression = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.decompressor.v3.Decompressor.ResponseDirectionConfig.common_config":            {},
 	// The decompressor libraries: gzip's window_bits other than 15 and
 	// brotli's disable_ring_buffer_reallocation are refused by Compile;
-	// zstd's dictionaries are not listed.
+	// zstd's dictionaries are zstd-format ones (compression/zstd).
 	"envoy.extensions.compression.gzip.decompressor.v3.Gzip.window_bits":                          {},
 	"envoy.extensions.compression.gzip.decompressor.v3.Gzip.chunk_size":                           {},
 	"envoy.extensions.compression.gzip.decompressor.v3.Gzip.max_inflate_ratio":                    {},
 	"envoy.extensions.compression.brotli.decompressor.v3.Brotli.disable_ring_buffer_reallocation": {},
 	"envoy.extensions.compression.brotli.decompressor.v3.Brotli.chunk_size":                       {},
 	"envoy.extensions.compression.zstd.decompressor.v3.Zstd.chunk_size":                           {},
+	"envoy.extensions.compression.zstd.decompressor.v3.Zstd.dictionaries":                         {},
 
 	// envoy.compression.gzip.compressor: every field, with zlib's
 	// meaning (pkg/proxy/compression/deflate).
@@ -72,7 +73,8 @@ var supportedCompression = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.compression.brotli.compressor.v3.Brotli.input_block_bits":                 {},
 	"envoy.extensions.compression.brotli.compressor.v3.Brotli.chunk_size":                       {},
 	"envoy.extensions.compression.brotli.compressor.v3.Brotli.disable_literal_context_modeling": {},
-	// envoy.compression.zstd.compressor: dictionary is not listed.
+	// envoy.compression.zstd.compressor: a zstd-format dictionary.
+	"envoy.extensions.compression.zstd.compressor.v3.Zstd.dictionary":        {},
 	"envoy.extensions.compression.zstd.compressor.v3.Zstd.compression_level": {},
 	"envoy.extensions.compression.zstd.compressor.v3.Zstd.enable_checksum":   {},
 	"envoy.extensions.compression.zstd.compressor.v3.Zstd.strategy":          {values: []string{"DEFAULT"}},

@@ -42,6 +42,9 @@ func unsupportedReason(name protoreflect.FullName) string {
 	if why, ok := refusedRouting[name]; ok {
 		return why
 	}
+	if why, ok := refusedTail[name]; ok {
+		return why
+	}
 	if _, ok := envoyUnimplemented[name]; ok {
 		return "not implemented by Envoy either (not yet implemented there), so not supported by Outrigger" + envoyUnimplementedDetail[name]
 	}

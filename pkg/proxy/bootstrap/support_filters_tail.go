@@ -96,9 +96,9 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 
 	// envoy.filters.http.custom_response: its matcher (the xDS unified
 	// matcher, with Envoy's HTTP inputs) and the local_response_policy
-	// (body_format, the response code details options and the
-	// redirect_policy are refused; so are keep_matching and custom
-	// matches).
+	// (the redirect_policy's fields are in
+	// support_custom_response_policy.go; keep_matching and custom
+	// matches are refused).
 	"envoy.extensions.filters.http.custom_response.v3.CustomResponse.custom_response_matcher": {},
 	"xds.type.matcher.v3.Matcher.matcher_list":                                                {},
 	"xds.type.matcher.v3.Matcher.matcher_tree":                                                {},
@@ -151,6 +151,7 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.type.matcher.v3.HttpRequestHeaderMatchInput", "envoy.type.matcher.v3.HttpResponseHeaderMatchInput",
 		"envoy.type.matcher.v3.HttpResponseStatusCodeMatchInput", "envoy.type.matcher.v3.HttpResponseStatusCodeClassMatchInput",
 		"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy",
+		"envoy.extensions.http.custom_response.redirect_policy.v3.RedirectPolicy",
 		// The udp_proxy's matcher: its inputs and its Route action
 		// (support_udpproxy.go).
 		"envoy.extensions.matching.common_inputs.network.v3.SourceIPInput", "envoy.extensions.matching.common_inputs.network.v3.SourcePortInput",

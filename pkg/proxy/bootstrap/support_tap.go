@@ -11,6 +11,10 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // it, refuses it by path itself. The other sinks are refused by path.
 var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.tap.v3.Tap.common_config": {},
+	// Recorded in buffered traces only, as Envoy does; the upstream
+	// connection is refused (support_refused_tail.go).
+	"envoy.extensions.filters.http.tap.v3.Tap.record_headers_received_time": {},
+	"envoy.extensions.filters.http.tap.v3.Tap.record_downstream_connection": {},
 
 	"envoy.extensions.common.tap.v3.CommonExtensionConfig.admin_config":  {},
 	"envoy.extensions.common.tap.v3.CommonExtensionConfig.static_config": {},

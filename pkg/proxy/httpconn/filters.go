@@ -215,6 +215,11 @@ func (s *stream) encodeFilters() {
 	for i := len(s.active) - 1; i >= 0; i-- {
 		if e, ok := s.active[i].(httpfilter.Encoder); ok {
 			e.EncodeHeaders(s)
+			if s.redir.recreating {
+				// The response is dropped: the filters after the
+				// one that recreated the stream do not see it.
+				return
+			}
 		}
 	}
 }

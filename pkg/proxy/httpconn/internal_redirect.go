@@ -49,6 +49,13 @@ type redirectState struct {
 	body  []byte
 	src   replayBody
 	saved []field
+	// dispatching: a pass of the filters and the router runs on the
+	// stream's goroutine, which may drop a response head it has not
+	// sent (see recreate.go).
+	dispatching bool
+	// recreating: an encoder filter recreated the stream; sendHead
+	// drops the head it is sending.
+	recreating bool
 }
 
 // reset forgets the previous request's redirects, keeping the buffers.
@@ -235,7 +242,7 @@ func (s *stream) restoreRequestFields() {
 // access log entry) stays.
 func (s *stream) recreate() {
 	r := &s.redir
-	r.pending = false
+	r.pending, r.recreating = false, false
 	s.untransform()
 	s.destroyUpstreamFilters()
 	s.destroyFilters()

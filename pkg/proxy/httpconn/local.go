@@ -141,7 +141,9 @@ func (s *stream) finishLocalWith(body string, hasBody bool) {
 	}
 	n := int64(len(body))
 	if err := s.sendHead(n, hasBody); err != nil {
-		s.downstreamFailed()
+		if err != errRecreated {
+			s.downstreamFailed()
+		}
 		return
 	}
 	if hasBody && n > 0 {
@@ -204,6 +206,9 @@ func (s *stream) sendHead(n int64, hasBody bool) error {
 		s.encodeUpstreamReply(f)
 	}
 	s.encodeFilters()
+	if s.redir.recreating {
+		return errRecreated
+	}
 	if s.replaced {
 		n, hasBody = s.respLength, s.respHasBody
 	}

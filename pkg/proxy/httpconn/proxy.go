@@ -756,7 +756,10 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 	}
 	n, hasBody := s.mutateUpstreamResponse(n, kind != http1.BodyNone)
 	if err := s.sendHead(n, hasBody); err != nil {
-		s.downstreamFailed()
+		if err != errRecreated {
+			s.downstreamFailed()
+		}
+		// Recreated: the connection closes, the response unread.
 		return false
 	}
 	u.body.Reset(uc.R, kind, resp.ContentLength, maxTrailerBytes, s.flushDown)

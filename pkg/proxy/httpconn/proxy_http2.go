@@ -161,7 +161,10 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 		s.connectionUnusable()
 	}
 	if err := s.sendHead(n, hasBody); err != nil {
-		s.downstreamFailed()
+		if err != errRecreated {
+			// Recreated: the caller resets the upstream stream.
+			s.downstreamFailed()
+		}
 		return
 	}
 	if hasBody {

@@ -638,9 +638,16 @@ func (s *stream) decode() {
 			s.startPeriodicLog()
 		}
 	}
-	for s.dispatch() {
-		// An internal redirect: the redirected request runs the
-		// filters and the router again (see internal_redirect.go).
+	for {
+		s.redir.dispatching = true
+		followed := s.dispatch()
+		s.redir.dispatching = false
+		if !followed && !s.redir.recreating {
+			return
+		}
+		// An internal redirect, or a filter recreated the stream: the
+		// redirected request runs the filters and the router again
+		// (see internal_redirect.go, recreate.go).
 		s.recreate()
 	}
 }

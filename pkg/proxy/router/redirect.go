@@ -191,3 +191,16 @@ func portStart(host string) int {
 	}
 	return i
 }
+
+// CompileRedirectAction compiles a RedirectAction used outside a route
+// (the custom response filter's redirect policy); errors name the field
+// below it. Rewrites that depend on a route's match are for the caller
+// to refuse.
+func CompileRedirectAction(a *routev3.RedirectAction) (*Redirect, error) {
+	return compileRedirect(a)
+}
+
+// Location is the URL the redirect sends req to, as Envoy's
+// Http::Utility::newUri builds it from the request's scheme, host and
+// path, with no route prefix to rewrite.
+func (rd *Redirect) Location(req *Request) string { return rd.location(req, 0, nil) }

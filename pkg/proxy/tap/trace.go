@@ -47,6 +47,8 @@ func (b *Body) reset() { b.Data, b.Truncated = nil, false }
 type Trace struct {
 	Exchange
 	RequestBody, ResponseBody *Body
+	// Extras are the filter's optional records (see trace_extras.go).
+	Extras Extras
 	// ID is the trace_id of the segments and names file_per_tap files: a
 	// random number per request, as Envoy's stream id.
 	ID uint64
@@ -254,20 +256,20 @@ func (t *Trace) body(b *Body) *datatapv3.Body {
 // http_buffered_trace, the bodies as_bytes or as_string per format.
 func (t *Trace) Wrapper(format tapv3.OutputSink_Format) *datatapv3.TraceWrapper {
 	asString := format == tapv3.OutputSink_JSON_BODY_AS_STRING
-	return &datatapv3.TraceWrapper{Trace: &datatapv3.TraceWrapper_HttpBufferedTrace{
-		HttpBufferedTrace: &datatapv3.HttpBufferedTrace{
-			Request: &datatapv3.HttpBufferedTrace_Message{
-				Headers:  headerValues(t.RequestHeaders),
-				Body:     body(t.RequestBody, asString),
-				Trailers: headerValues(t.RequestTrailers),
-			},
-			Response: &datatapv3.HttpBufferedTrace_Message{
-				Headers:  headerValues(t.ResponseHeaders),
-				Body:     body(t.ResponseBody, asString),
-				Trailers: headerValues(t.ResponseTrailers),
-			},
+	bt := &datatapv3.HttpBufferedTrace{
+		Request: &datatapv3.HttpBufferedTrace_Message{
+			Headers:  headerValues(t.RequestHeaders),
+			Body:     body(t.RequestBody, asString),
+			Trailers: headerValues(t.RequestTrailers),
 		},
-	}}
+		Response: &datatapv3.HttpBufferedTrace_Message{
+			Headers:  headerValues(t.ResponseHeaders),
+			Body:     body(t.ResponseBody, asString),
+			Trailers: headerValues(t.ResponseTrailers),
+		},
+	}
+	t.Extras.apply(bt, t.RequestHeaders != nil, t.ResponseHeaders != nil)
+	return &datatapv3.TraceWrapper{Trace: &datatapv3.TraceWrapper_HttpBufferedTrace{HttpBufferedTrace: bt}}
 }
 
 // body is a captured body in the trace; an empty body is left out, as

@@ -39,8 +39,8 @@ type Compressor struct{}
 var _ compression.CompressorFactory = Compressor{}
 
 // CompileCompressor implements compression.CompressorFactory. A strategy
-// other than DEFAULT and a dictionary are refused: the Go encoder has no
-// such setting.
+// other than DEFAULT is refused: the Go encoder has no such setting. A
+// dictionary primes every frame (see dictionary.go).
 func (Compressor) CompileCompressor(config proto.Message) (compression.CompressorConfig, error) {
 	z, ok := config.(*zcv3.Zstd)
 	if !ok {
@@ -50,8 +50,12 @@ func (Compressor) CompileCompressor(config proto.Message) (compression.Compresso
 	if s := z.GetStrategy(); s != zcv3.Zstd_DEFAULT {
 		errs = append(errs, fmt.Errorf("strategy: %s has no equivalent in Outrigger's zstd encoder (supported: DEFAULT)", s))
 	}
-	if z.GetDictionary() != nil {
-		errs = append(errs, errors.New("dictionary: not supported by Outrigger"))
+	var dict []byte
+	if ds := z.GetDictionary(); ds != nil {
+		var err error
+		if dict, _, err = readDictionary(ds); err != nil {
+			errs = append(errs, fmt.Errorf("dictionary: %w", err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -69,6 +73,9 @@ func (Compressor) CompileCompressor(config proto.Message) (compression.Compresso
 		kzstd.WithEncoderCRC(z.GetEnableChecksum()),
 		kzstd.WithEncoderConcurrency(1),
 		kzstd.WithLowerEncoderMem(true),
+	}
+	if dict != nil {
+		c.opts = append(c.opts, kzstd.WithEncoderDict(dict))
 	}
 	c.pool.New = func() any {
 		wc := &compression.WriterCompressor{OnRelease: c.release}
@@ -115,17 +122,28 @@ type Decompressor struct{}
 
 var _ compression.DecompressorFactory = Decompressor{}
 
-// CompileDecompressor implements compression.DecompressorFactory.
-// dictionaries are refused.
+// CompileDecompressor implements compression.DecompressorFactory. A
+// frame whose dictionary id is not 0 is decoded with the dictionary of
+// that id, and fails (zstd_dictionary_error) without one.
 func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, prefix string) (compression.DecompressorConfig, error) {
 	z, ok := config.(*zdv3.Zstd)
 	if !ok {
 		return nil, errors.New("not a Zstd decompressor configuration")
 	}
-	if len(z.GetDictionaries()) > 0 {
-		return nil, errors.New("dictionaries: not supported by Outrigger")
-	}
 	c := &decompressorConfig{chunk: defaultChunkSize}
+	for i, ds := range z.GetDictionaries() {
+		b, _, err := readDictionary(ds)
+		if err != nil {
+			return nil, fmt.Errorf("dictionaries[%d]: %w", i, err)
+		}
+		c.dicts = append(c.dicts, b)
+	}
+	if len(c.dicts) > 0 {
+		// Checked once here, so that a reader per body cannot fail.
+		if _, err := kzstd.NewReader(nil, kzstd.WithDecoderDicts(c.dicts...)); err != nil {
+			return nil, fmt.Errorf("dictionaries: %w", err)
+		}
+	}
 	if cs := z.GetChunkSize(); cs != nil {
 		c.chunk = int(cs.GetValue())
 	}
@@ -134,8 +152,7 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 		c.generic = sc.Counter("zstd_generic_error")
 		c.checksum = sc.Counter("zstd_checksum_wrong_error")
 		c.memory = sc.Counter("zstd_memory_error")
-		// Envoy's dictionary counter: dictionaries are refused.
-		sc.Counter("zstd_dictionary_error")
+		c.dictionary = sc.Counter("zstd_dictionary_error")
 	}
 	return c, nil
 }
@@ -144,9 +161,11 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 type decompressorConfig struct {
 	// chunk is chunk_size: the decoder's output buffer.
 	chunk int
+	// dicts are the dictionaries, in zstd's format.
+	dicts [][]byte
 	// Envoy's counters: checksum mismatches, windows past the memory
-	// bound, and every other error.
-	generic, checksum, memory *stats.Counter
+	// bound, frames whose dictionary is unknown, and every other error.
+	generic, checksum, memory, dictionary *stats.Counter
 }
 
 // ContentEncoding implements compression.DecompressorConfig.
@@ -169,13 +188,19 @@ func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
 			c.checksum.Inc()
 		case errors.Is(err, kzstd.ErrWindowSizeExceeded), errors.Is(err, kzstd.ErrDecoderSizeExceeded):
 			c.memory.Inc()
+		case errors.Is(err, kzstd.ErrUnknownDictionary):
+			c.dictionary.Inc()
 		default:
 			c.generic.Inc()
 		}
 	}
 	return &compression.ReaderDecompressor{
 		NewReader: func(r io.Reader) (io.Reader, error) {
-			d, err := kzstd.NewReader(r, kzstd.WithDecoderConcurrency(1), kzstd.WithDecoderMaxWindow(maxWindow), kzstd.WithDecoderLowmem(true))
+			opts := []kzstd.DOption{kzstd.WithDecoderConcurrency(1), kzstd.WithDecoderMaxWindow(maxWindow), kzstd.WithDecoderLowmem(true)}
+			if len(c.dicts) > 0 {
+				opts = append(opts, kzstd.WithDecoderDicts(c.dicts...))
+			}
+			d, err := kzstd.NewReader(r, opts...)
 			if err != nil {
 				return nil, err
 			}

@@ -302,6 +302,9 @@ func (s *Stream) SendGrpcLocalReply(status int, grpcStatus uint32, body string, 
 	s.Reply.GrpcStatus, s.Reply.HasGrpcStatus = grpcStatus, true
 }
 
+// SetResponseStatus implements httpfilter.ResponseStatusSetter.
+func (s *Stream) SetResponseStatus(status int) { s.Status = status }
+
 // ReplaceResponse implements httpfilter.Stream: the replacement is
 // recorded in Replaced, and Status and RespHeaders change as the
 // connection manager changes them.

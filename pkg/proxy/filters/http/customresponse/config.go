@@ -3,8 +3,9 @@
 // (its status, status class and headers, and the request's headers)
 // chooses a policy that replaces the response, as Envoy's filter does.
 // The local_response_policy answers with its own status, body (or
-// body_format), headers and response code details; the redirect_policy (an internal redirect that sends the
-// request again) is refused with its path. The same configuration in a
+// body_format), headers and response code details; the redirect_policy
+// drops the response and sends the request again, as a GET, to another
+// URI through the route table (see redirect.go). The same configuration in a
 // route's, virtual host's or route configuration's
 // typed_per_filter_config takes precedence: the most specific level that
 // matches wins, then the filter's own matcher.
@@ -22,7 +23,6 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -65,7 +65,7 @@ func compile(config proto.Message, ctx httpfilter.Context) (*httpmatch.Matcher[*
 		return nil, nil
 	}
 	m, err := httpmatch.Compile(cfg.GetCustomResponseMatcher(), func(a *xdscorev3.TypedExtensionConfig, path string) (*policy, error) {
-		return compilePolicy(a, path, ctx.Extensions)
+		return compilePolicy(a, path, ctx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("custom_response_matcher.%w", err)
@@ -73,8 +73,12 @@ func compile(config proto.Message, ctx httpfilter.Context) (*httpmatch.Matcher[*
 	return m, nil
 }
 
-// policy is a compiled local_response_policy.
+// policy is a compiled local_response_policy, or a redirect_policy.
 type policy struct {
+	// redirect, when not nil, is the redirect_policy, and the other
+	// fields are unused.
+	redirect *redirectPolicy
+
 	// status replaces the response's, 0 to keep it.
 	status  int
 	body    string
@@ -87,8 +91,10 @@ type policy struct {
 	keepDetails bool
 }
 
-// compilePolicy compiles a match action: a LocalResponsePolicy.
-func compilePolicy(a *xdscorev3.TypedExtensionConfig, path string, formatters *extension.Registry) (*policy, error) {
+// compilePolicy compiles a match action: a LocalResponsePolicy or a
+// RedirectPolicy.
+func compilePolicy(a *xdscorev3.TypedExtensionConfig, path string, ctx httpfilter.Context) (*policy, error) {
+	formatters := ctx.Extensions
 	msg, err := a.GetTypedConfig().UnmarshalNew()
 	if err != nil {
 		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
@@ -98,10 +104,11 @@ func compilePolicy(a *xdscorev3.TypedExtensionConfig, path string, formatters *e
 	case *localv3.LocalResponsePolicy:
 		lp = m
 	case *redirectv3.RedirectPolicy:
-		// Linked in so that the configuration decodes and this says
-		// why it is refused: an internal redirect sends the request
-		// again, which Outrigger's filters cannot.
-		return nil, fmt.Errorf("%s.typed_config: the redirect policy is not supported by Outrigger", path)
+		rp, err := compileRedirectPolicy(m, path, ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &policy{redirect: rp}, nil
 	default:
 		return nil, fmt.Errorf("%s.typed_config: policy %s is not supported by Outrigger", path, proto.MessageName(msg))
 	}

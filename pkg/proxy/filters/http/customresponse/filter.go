@@ -19,6 +19,14 @@ var _ httpfilter.Encoder = (*filter)(nil)
 // specific per-route matcher that matches, else of the filter's own,
 // replaces the response.
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	if st, ok := s.FilterStateValue(stateKey); ok {
+		// The response of a pass a redirect policy recreated: only
+		// that policy touches it.
+		if r, ok := st.(redirected); ok {
+			r.p.touchUp(s)
+			return httpfilter.Continue
+		}
+	}
 	d := matchData{s: s}
 	var chosen *policy
 	for _, rc := range s.RouteConfigs(f.name, nil) {
@@ -33,6 +41,10 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		chosen, _ = f.matcher.Match(d)
 	}
 	if chosen == nil {
+		return httpfilter.Continue
+	}
+	if chosen.redirect != nil {
+		chosen.redirect.redirect(s)
 		return httpfilter.Continue
 	}
 	status := chosen.status

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
@@ -44,6 +45,13 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return httpfilter.Continue
 	}
 	f.trace = f.tc.NewTrace()
+	if f.cfg.rec.time {
+		f.trace.Extras.RequestHeadersAt = time.Now()
+	}
+	if f.cfg.rec.downstream {
+		info := s.Info()
+		f.trace.Extras.Local, f.trace.Extras.Remote = info.LocalAddress, info.RemoteAddress
+	}
 	req := s.Request()
 	h := tap.Headers{
 		{Name: ":authority", Value: req.Host},
@@ -65,6 +73,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if f.trace == nil {
 		return httpfilter.Continue
+	}
+	if f.cfg.rec.time {
+		f.trace.Extras.ResponseHeadersAt = time.Now()
 	}
 	h := tap.Headers{{Name: ":status", Value: strconv.Itoa(s.ResponseStatus())}}
 	if rh, ok := s.ResponseHeaders().(rangeHeaders); ok {

@@ -42,14 +42,11 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	if !ok {
 		return nil, errors.New("not a Tap configuration")
 	}
-	switch {
-	case t.GetRecordHeadersReceivedTime():
-		return nil, errors.New("record_headers_received_time: not supported")
-	case t.GetRecordDownstreamConnection():
-		return nil, errors.New("record_downstream_connection: not supported")
-	case t.GetRecordUpstreamConnection():
-		return nil, errors.New("record_upstream_connection: not supported")
+	if t.GetRecordUpstreamConnection() {
+		// Also refused by the support tables, with their reason.
+		return nil, errors.New("record_upstream_connection: not supported by Outrigger")
 	}
+	rec := recording{time: t.GetRecordHeadersReceivedTime(), downstream: t.GetRecordDownstreamConnection()}
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
@@ -65,7 +62,7 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		}
 		reg := tr.TapRegistry()
 		reg.Register(ac.GetConfigId(), tap.HTTPFilter)
-		return newFilterConfig(&filterConfig{reg: reg, id: ac.GetConfigId(), tapped: tapped, runtime: ctx.Runtime}), nil
+		return newFilterConfig(&filterConfig{reg: reg, id: ac.GetConfigId(), tapped: tapped, runtime: ctx.Runtime, rec: rec}), nil
 	}
 	if sc := cc.GetStaticConfig(); sc != nil {
 		if sc.GetOutputConfig().GetMinStreamedSentBytes() != nil {
@@ -76,10 +73,15 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		if err != nil {
 			return nil, err
 		}
-		return newFilterConfig(&filterConfig{static: c, tapped: tapped, runtime: ctx.Runtime}), nil
+		return newFilterConfig(&filterConfig{static: c, tapped: tapped, runtime: ctx.Runtime, rec: rec}), nil
 	}
 	return nil, errors.New("common_config: admin_config or static_config is required")
 }
+
+// recording is record_headers_received_time (time) and
+// record_downstream_connection (downstream): Envoy puts them in buffered
+// traces only.
+type recording struct{ time, downstream bool }
 
 // filterConfig is the compiled filter: either an admin config id and the
 // registry holding its session, or a static configuration.
@@ -91,6 +93,8 @@ type filterConfig struct {
 	tapped *stats.Counter
 	// runtime overrides tap_enabled shares (their runtime_key).
 	runtime httpfilter.Runtime
+	// rec is what the buffered traces record besides the exchange.
+	rec recording
 	// pool recycles the filters of finished requests, so that a request
 	// allocates nothing while no tap is active.
 	pool sync.Pool
