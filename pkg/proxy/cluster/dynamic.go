@@ -27,6 +27,11 @@ type dynamicOrigin struct {
 	lastUpdated time.Time
 	// discovery is a DNS cluster's resolution, nil for other types.
 	discovery *dnscluster.Discovery
+	// subOf is the dynamic forward proxy cluster that made this
+	// sub-cluster, nil for a cluster discovery brought; serving is
+	// closed once the sub-cluster is active (subclusters.go).
+	subOf   *Cluster
+	serving chan struct{}
 }
 
 // dynamicState is the manager's side of cluster discovery. mu serializes
@@ -156,7 +161,9 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 	next := newSnapshotBuilder(len(cur.clusters))
 	var retired []*Cluster
 	for _, c := range cur.clusters {
-		if c.dynamic != nil {
+		if c.dynamic != nil && c.dynamic.subOf == nil {
+			// A dynamic forward proxy's sub-clusters are its own, not
+			// discovery's (Envoy's avoid_cds_removal).
 			if _, wanted := seen[c.Name()]; !wanted {
 				m.log.Info("cds: remove cluster", "cluster", c.Name())
 				m.dyn.scope.Counter("cluster_removed").Inc()
@@ -167,7 +174,7 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 		next.put(c)
 	}
 	for name, w := range m.dyn.warming {
-		if _, wanted := seen[name]; !wanted {
+		if _, wanted := seen[name]; !wanted && w.dynamic.subOf == nil {
 			m.log.Info("cds: remove warming cluster", "cluster", name)
 			if next.snap.byName[name] == nil {
 				m.dyn.scope.Counter("cluster_removed").Inc()
@@ -222,6 +229,7 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 			c.startOrigDstCleanup()
 		}
 		c.startOutlier()
+		c.startSubClusters()
 		if warm := c.warmed(); warm != nil {
 			if m.dyn.warming == nil {
 				m.dyn.warming = map[string]*Cluster{}
@@ -405,6 +413,7 @@ func (m *Manager) promoteRipeLocked() {
 			retired = append(retired, old)
 		}
 		next.put(c)
+		c.markServing()
 		m.log.Info("cds: warming cluster is active", "cluster", c.Name())
 	}
 	m.snap.Store(next.snap)
@@ -455,6 +464,13 @@ func (m *Manager) publishCounts() {
 func (m *Manager) retireLocked(c *Cluster) {
 	if d := c.dynamic.discovery; d != nil {
 		go d.Stop() // waits for its goroutines, which may be publishing hosts
+	}
+	if c.subs != nil {
+		// Envoy's dynamic forward proxy cluster removes its sub-clusters
+		// when it goes.
+		names := c.subs.names()
+		c.subs.stop()
+		m.removeSubClustersLocked(c, names)
 	}
 	// A warming EDS cluster stops waiting: its promotion goroutine ends
 	// (and finds it gone).
