@@ -251,6 +251,8 @@ func (c *Cluster) LoadSubCluster(raw string, defaultPort uint16) (<-chan struct{
 		d.mu.Unlock()
 		return nil, upstream.SubClusterOverflow
 	}
+	// raw may view a request's buffer, which is reused.
+	host = strings.Clone(host)
 	e := &subClusterEntry{ready: make(chan struct{})}
 	e.lastUsed.Store(now)
 	d.byName[name] = e

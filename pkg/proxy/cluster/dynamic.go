@@ -403,7 +403,7 @@ func (m *Manager) promoteRipeLocked() {
 	for _, c := range cur.clusters {
 		next.put(c)
 	}
-	var retired []*Cluster
+	var retired, promoted []*Cluster
 	for _, c := range ripe {
 		if m.dyn.warming[c.Name()] != c {
 			continue
@@ -413,10 +413,14 @@ func (m *Manager) promoteRipeLocked() {
 			retired = append(retired, old)
 		}
 		next.put(c)
-		c.markServing()
+		promoted = append(promoted, c)
 		m.log.Info("cds: warming cluster is active", "cluster", c.Name())
 	}
 	m.snap.Store(next.snap)
+	for _, c := range promoted {
+		// Once in the snapshot requests read.
+		c.markServing()
+	}
 	m.publishCounts()
 	for _, old := range retired {
 		m.retireLocked(old)
