@@ -7,8 +7,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // network filter, and sni_cluster (which has no field). Not implemented,
 // so refused with their path: the sub-clusters' preresolve_clusters and
 // dns_cluster_config (by the cluster builder), the cache's
-// key_value_config, resolved_address_filter and deprecated resolver
-// fields.
+// resolved_address_filter and deprecated resolver fields.
 var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	// Custom cluster types (cluster_type); the builder refuses the ones
 	// Outrigger does not build.
@@ -44,6 +43,13 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.preresolve_hostnames":           {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_query_timeout":              {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers.max_pending_requests":  {},
+	// key_value_config: the resolutions kept in a key-value store
+	// (envoy.key_value.file_based), loaded when the cache is made.
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.key_value_config":     {},
+	"envoy.config.common.key_value.v3.KeyValueStoreConfig.config":                          {},
+	"envoy.extensions.key_value.file_based.v3.FileBasedKeyValueStoreConfig.filename":       {},
+	"envoy.extensions.key_value.file_based.v3.FileBasedKeyValueStoreConfig.flush_interval": {},
+	"envoy.extensions.key_value.file_based.v3.FileBasedKeyValueStoreConfig.max_entries":    {},
 
 	// envoy.filters.http.dynamic_forward_proxy.
 	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.dns_cache_config":                     {},

@@ -129,8 +129,8 @@ func TestCompileErrors(t *testing.T) {
 		cfg  *dfpv3.FilterConfig
 		want string
 	}{
-		"no cache":             {&dfpv3.FilterConfig{}, "dns_cache_config: required"},
-		"cache without a name": {cacheConfig(""), "dns_cache_config.name: required"},
+		"no cache":                   {&dfpv3.FilterConfig{}, "dns_cache_config: required"},
+		"cache without a name":       {cacheConfig(""), "dns_cache_config.name: required"},
 		"sub clusters' zero timeout": {&dfpv3.FilterConfig{ImplementationSpecifier: &dfpv3.FilterConfig_SubClusterConfig{SubClusterConfig: &dfpv3.SubClusterConfig{ClusterInitTimeout: durationpb.New(0)}}}, "sub_cluster_config.cluster_init_timeout: must be greater than 0"},
 	}
 	m := dnscache.NewManager(dnscache.Options{Stats: stats.NewStore(), Resolver: func() dns.Resolver { return table{} }})
