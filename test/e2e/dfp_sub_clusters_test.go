@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -129,5 +131,45 @@ var _ = Describe("Dynamic forward proxy sub-clusters", func() {
 		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.preresolve_clusters: not supported"))
 		r, _ = validate("b.yaml", bootstrapOf(nil, []string{subClustersCluster("dfp", 53, "max_sub_clusters: 4")}))
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
+	})
+})
+
+var _ = Describe("Dynamic forward proxy DNS cache key_value_config", func() {
+	It("writes its resolutions to the file store, and a restarted sidecar answers from them with the DNS server down", func() {
+		dns := startDNSServer()
+		lns, up := listenSamePort("127.0.0.1")
+		serveHost(lns[0], "A", nil)
+		dns.set("alpha.test", "127.0.0.1")
+		alpha := fmt.Sprintf("alpha.test:%d", up)
+
+		dir := newDir()
+		store := filepath.Join(dir, "dns.kv")
+		kv := fmt.Sprintf(`, key_value_config: {config: {name: envoy.key_value.file_based, typed_config: {"@type": type.googleapis.com/envoy.extensions.key_value.file_based.v3.FileBasedKeyValueStoreConfig, filename: %q, flush_interval: 0.1s}}}`, store)
+		cache := dfpCache("kv_cache", dns.port, kv)
+		port := freePort()
+		logPath := filepath.Join(dir, "access.log")
+		cfg := bootstrapOf([]string{dfpListener("front", port, cache, "dfp", "x", logPath)}, []string{dfpCluster("dfp", cache, "")})
+		s := Start(dir, cfg)
+		code, body := dfpRequest(port, alpha, "/")
+		Expect(code).To(Equal(200), body)
+		Expect(statValue(s, "dns_cache.kv_cache.cache_load")).To(Equal("0"))
+
+		By("the store's file holds the resolution in Envoy's format")
+		key := alpha
+		Eventually(func() string { return readFile(store) }, 5*time.Second).Should(MatchRegexp(
+			fmt.Sprintf(`^%d\n%s\d+\n127\.0\.0\.1:%d\|1\|\d+$`, len(key), regexp.QuoteMeta(key), up)))
+
+		By("restarted with the DNS server gone, the stored address answers")
+		s.Signal(os.Interrupt)
+		Expect(s.Wait(10 * time.Second)).To(Equal(0))
+		dns.Stop()
+		s = Start(newDir(), cfg) // a fresh directory: the first one holds the old admin address
+		Expect(statValue(s, "dns_cache.kv_cache.cache_load")).To(Equal("1"))
+		code, body = dfpRequest(port, alpha, "/")
+		Expect(code).To(Equal(200), body)
+		Expect(body).To(Equal("A host=" + alpha + " sni=-"))
+		Expect(statValue(s, "dns_cache.kv_cache.dns_query_attempt")).To(Equal("0"), "no query before the stored TTL")
+		code, _ = dfpRequest(port, fmt.Sprintf("beta.test:%d", up), "/")
+		Expect(code).To(Equal(503), "a name not stored needs the DNS")
 	})
 })
