@@ -75,10 +75,12 @@ func buildSubClusters(sc *dfpclusterv3.SubClustersConfig) (*subClusterSettings, 
 func subClusterConfig(parent *clusterv3.Cluster, sub *subClusterSettings, autoSNI bool, name, host string, port uint16) *clusterv3.Cluster {
 	cfg := proto.Clone(parent).(*clusterv3.Cluster)
 	cfg.Name = name
+	// The type replaces cluster_type (one oneof).
 	cfg.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 	cfg.LbPolicy = sub.lbPolicy
+	//lint:ignore SA1019 Envoy sets the legacy field, as the configuration shows it
 	if autoSNI && cfg.GetUpstreamHttpProtocolOptions() == nil {
-		//lint:ignore SA1019 Envoy sets the legacy field, as the configuration shows it
+		//lint:ignore SA1019 as above
 		cfg.UpstreamHttpProtocolOptions = &corev3.UpstreamHttpProtocolOptions{AutoSni: true, AutoSanValidation: true}
 	}
 	cfg.LoadAssignment = &endpointv3.ClusterLoadAssignment{

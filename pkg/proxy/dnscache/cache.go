@@ -55,8 +55,8 @@ type Host struct {
 	// storedRefresh is when a host loaded from the key-value store is
 	// resolved again after the cache starts, 0 for the others.
 	storedRefresh time.Duration
-	backoff   *dns.BackoffState
-	removed   bool
+	backoff       *dns.BackoffState
+	removed       bool
 }
 
 // hostState is a host's outcome: its address, once one was found, and the

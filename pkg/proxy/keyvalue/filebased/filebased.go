@@ -134,7 +134,7 @@ func (s *Store) parse(contents string) error {
 		if after, ok := strings.CutPrefix(contents, ttlMarker); ok {
 			t, rest, err := token(after)
 			if err != nil {
-				return fmt.Errorf("Failed to read TTL token: %w", err)
+				return fmt.Errorf("failed to read TTL token: %w", err)
 			}
 			secs, err := strconv.ParseInt(t, 10, 64)
 			if err != nil {
@@ -152,19 +152,19 @@ func (s *Store) parse(contents string) error {
 }
 
 // token takes a length-prefixed token off the front of contents, with
-// Envoy's messages for a bad file.
+// Envoy's messages for a bad file (lower-cased, as Go errors are).
 func token(contents string) (string, string, error) {
 	nl := strings.IndexByte(contents, '\n')
 	if nl < 0 {
-		return "", "", errors.New("Bad file: no newline")
+		return "", "", errors.New("bad file: no newline")
 	}
 	n, err := strconv.ParseUint(contents[:nl], 10, 64)
 	if err != nil {
-		return "", "", errors.New("Bad file: no length")
+		return "", "", errors.New("bad file: no length")
 	}
 	contents = contents[nl+1:]
 	if uint64(len(contents)) < n {
-		return "", "", errors.New("Bad file: insufficient contents")
+		return "", "", errors.New("bad file: insufficient contents")
 	}
 	return contents[:n], contents[n:], nil
 }

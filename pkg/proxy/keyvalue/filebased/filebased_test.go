@@ -52,4 +52,3 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
-
