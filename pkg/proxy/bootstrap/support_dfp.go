@@ -5,8 +5,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedDFP lists the fields of the dynamic forward proxy: its DNS
 // cache, the dynamic_forward_proxy cluster type, the HTTP filter, the SNI
 // network filter, and sni_cluster (which has no field). Not implemented,
-// so refused with their path: the cluster's sub_clusters_config, the
-// HTTP filter's sub_cluster_config, the cache's key_value_config,
+// so refused with their path: the sub-clusters' preresolve_clusters and
+// dns_cluster_config (by the cluster builder), the cache's
 // resolved_address_filter and deprecated resolver fields.
 var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	// Custom cluster types (cluster_type); the builder refuses the ones
@@ -20,6 +20,14 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.dns_cache_config":               {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_insecure_cluster_options": {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_coalesced_connections":    {},
+	// Sub-clusters (preresolve_clusters and dns_cluster_config are
+	// refused by the cluster builder).
+	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.sub_clusters_config":     {},
+	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.lb_policy":           {},
+	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.max_sub_clusters":    {},
+	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.sub_cluster_ttl":     {},
+	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.preresolve_clusters": {},
+	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.dns_cluster_config":  {},
 
 	// The DNS cache.
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.name":                           {},
@@ -35,11 +43,20 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.preresolve_hostnames":           {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_query_timeout":              {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers.max_pending_requests":  {},
+	// key_value_config: the resolutions kept in a key-value store
+	// (envoy.key_value.file_based), loaded when the cache is made.
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.key_value_config":     {},
+	"envoy.config.common.key_value.v3.KeyValueStoreConfig.config":                          {},
+	"envoy.extensions.key_value.file_based.v3.FileBasedKeyValueStoreConfig.filename":       {},
+	"envoy.extensions.key_value.file_based.v3.FileBasedKeyValueStoreConfig.flush_interval": {},
+	"envoy.extensions.key_value.file_based.v3.FileBasedKeyValueStoreConfig.max_entries":    {},
 
 	// envoy.filters.http.dynamic_forward_proxy.
 	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.dns_cache_config":                     {},
 	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.save_upstream_address":                {},
 	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.allow_dynamic_host_from_filter_state": {},
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.sub_cluster_config":                   {},
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.SubClusterConfig.cluster_init_timeout":             {},
 	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig.host_rewrite_literal":               {},
 	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig.host_rewrite_header":                {},
 

@@ -107,6 +107,7 @@ import (
 	allowlistedv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/allow_listed_routes/v3"
 	previousroutesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/previous_routes/v3"
 	safeschemev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/safe_cross_scheme/v3"
+	filebasedv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/key_value/file_based/v3"
 	clusterprovidedv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/cluster_provided/v3"
 	leastrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
 	maglevv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/maglev/v3"
@@ -236,6 +237,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	ipcustomheader "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/customheader"
 	ipxff "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/xff"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/keyvalue/filebased"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid/uuid"
@@ -425,6 +427,8 @@ func Registry() *extension.Registry {
 
 		extension.Of(dns.CaresName, dns.Category, &caresv3.CaresDnsResolverConfig{}, dns.CaresFactory{}),
 		extension.Of(dns.GetAddrInfoName, dns.Category, &getaddrinfov3.GetAddrInfoDnsResolverConfig{}, dns.GetAddrInfoFactory{}),
+		// The DNS cache's key_value_config store (dnscache/persist.go).
+		extension.Of(filebased.Name, filebased.Category, &filebasedv3.FileBasedKeyValueStoreConfig{}, filebased.Factory{}),
 
 		// The CEL descriptor of route rate_limits' extension action; package
 		// router compiles it (router.RateLimitDescriptorExprName).

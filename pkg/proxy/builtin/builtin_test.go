@@ -34,6 +34,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.clusters proxy.clusters.aggregate envoy.extensions.clusters.aggregate.v3.ClusterConfig",
 		"envoy.clusters proxy.clusters.dns envoy.extensions.clusters.dns.v3.DnsCluster",
 		"envoy.clusters proxy.clusters.dynamic_forward_proxy envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig",
+		"envoy.common.key_value proxy.key_value.file_based envoy.extensions.key_value.file_based.v3.FileBasedKeyValueStoreConfig",
 		"envoy.compression.compressor proxy.compression.brotli.compressor envoy.extensions.compression.brotli.compressor.v3.Brotli",
 		"envoy.compression.compressor proxy.compression.gzip.compressor envoy.extensions.compression.gzip.compressor.v3.Gzip",
 		"envoy.compression.compressor proxy.compression.zstd.compressor envoy.extensions.compression.zstd.compressor.v3.Zstd",

@@ -313,6 +313,21 @@ func (c *Cluster) LinearPriority(h *upstream.Host) (int, bool) {
 // go to the hosts of the clusters it lists (see ForHost).
 func (c *Cluster) IsAggregate() bool { return c.agg != nil }
 
+// carrier is the cluster that carries a request of c (which Delegates)
+// to h: the aggregate's cluster or the dynamic forward proxy's sub-cluster
+// h belongs to, nil when none has it any more.
+func (c *Cluster) carrier(h *upstream.Host) *Cluster {
+	if c.subs != nil {
+		return c.subClusterOf(h)
+	}
+	return c.agg.owner(h)
+}
+
+// Delegates reports whether c's requests are carried by the clusters its
+// hosts belong to (see ForHost): an aggregate cluster's, and a dynamic
+// forward proxy cluster's with sub-clusters.
+func (c *Cluster) Delegates() bool { return c.agg != nil || c.subs != nil }
+
 // errHostGone is an aggregate cluster's answer for a host none of its
 // clusters has any more.
 var errHostGone = errors.New("the host's cluster is no longer part of the aggregate cluster")
@@ -331,6 +346,15 @@ type AggregateAttempt struct {
 // ForHost returns the attempt view of a request of aggregate cluster c to
 // h, nil when c is not an aggregate or none of its clusters has h.
 func (c *Cluster) ForHost(h *upstream.Host) *AggregateAttempt {
+	if c.subs != nil {
+		// A dynamic forward proxy cluster's sub-cluster carries the
+		// request as an aggregate's cluster does (Envoy's host belongs
+		// to the sub-cluster, the route to the parent).
+		if u := c.subClusterOf(h); u != nil {
+			return &AggregateAttempt{agg: c, under: u}
+		}
+		return nil
+	}
 	if c.agg == nil {
 		return nil
 	}

@@ -124,8 +124,13 @@ type Cluster struct {
 	// eds is an EDS cluster's warming state, nil for other types.
 	eds *edsState
 	// dfp are a dynamic_forward_proxy cluster's hosts, nil for other
-	// types (dfp.go).
-	dfp *dfpHosts
+	// types (dfp.go); subs are its sub-clusters instead, with
+	// sub_clusters_config (dfpsub.go).
+	dfp  *dfpHosts
+	subs *dfpSubClusters
+	// lookup finds an active cluster by name (the manager's Cluster):
+	// the sub-clusters of a dynamic forward proxy cluster.
+	lookup func(string) *Cluster
 	// agg is an aggregate cluster's state, nil for other types.
 	agg *aggregateState
 	// alpn is what auto_config learned the upstream speaks (auto.go).
@@ -189,6 +194,9 @@ type clusterDeps struct {
 	// lookup finds an active cluster by name: the clusters an aggregate
 	// cluster lists.
 	lookup func(string) *Cluster
+	// subs adds and removes the sub-clusters of dynamic forward proxy
+	// clusters (the manager), nil outside a manager.
+	subs subClusterHost
 }
 
 // newCluster builds a cluster from checked settings. A DNS cluster starts
@@ -253,7 +261,11 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if s.eds != nil {
 		c.eds = newEDSState(newEDSStats(scope, c.extra.update))
 	}
-	if s.dfp != nil {
+	c.lookup = d.lookup
+	switch {
+	case s.dfp != nil && s.dfp.sub != nil:
+		c.subs = newDFPSubClusters(c, s.dfp.sub, d.subs, d.now)
+	case s.dfp != nil:
 		c.dfp = &dfpHosts{c: c, cache: s.dfp.cache, byKey: map[string]dfpHost{}}
 	}
 	if s.aggregate != nil {
@@ -700,7 +712,7 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 // cluster, which picks with the balancers of the clusters it lists,
 // counts it as its own.
 func (c *Cluster) pickHost(pc *upstream.PickContext) *upstream.Host {
-	if c.dfp != nil {
+	if c.dfp != nil || c.subs != nil {
 		return c.pickDFP(pc)
 	}
 	if c.origDst != nil {
@@ -811,6 +823,9 @@ func (c *Cluster) stopBackground() {
 		}
 		if c.dfp != nil {
 			c.dfp.cache.Unsubscribe(c.dfp)
+		}
+		if c.subs != nil {
+			c.subs.stop()
 		}
 		if c.outlier != nil {
 			c.outlier.Stop()

@@ -23,10 +23,10 @@ func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
 	if h == nil {
 		return nil, ErrNoHealthyHost
 	}
-	if c.agg != nil {
+	if c.Delegates() {
 		// An aggregate cluster's host is dialled by its own cluster,
 		// with that cluster's protocol and TLS.
-		if c = c.agg.owner(h); c == nil {
+		if c = c.carrier(h); c == nil {
 			return nil, errHostGone
 		}
 	}
@@ -46,9 +46,9 @@ func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
 // limit it is not opened: upstream_cx_overflow counts it and the error is
 // upstream.ErrOverflow, as Envoy's TCP proxy refuses a connection.
 func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error) {
-	if c.agg != nil {
+	if c.Delegates() {
 		// The host's own cluster connects it.
-		u := c.agg.owner(h)
+		u := c.carrier(h)
 		if u == nil {
 			return nil, errHostGone
 		}

@@ -33,13 +33,18 @@ type dfpSettings struct {
 	// auto_san_validation, which Envoy sets on these clusters unless
 	// allow_insecure_cluster_options says otherwise).
 	autoSNI bool
+	// sub is sub_clusters_config, nil when the cluster follows a DNS
+	// cache (dfpsub.go); source is the cluster's configuration, which
+	// its sub-clusters copy.
+	sub    *subClusterSettings
+	source *clusterv3.Cluster
 }
 
 // buildDFP checks a dynamic_forward_proxy cluster's settings, with
 // Envoy's rules. Errors are relative to the cluster.
 func buildDFP(c *clusterv3.Cluster, cfg *dfpclusterv3.ClusterConfig, reg *extension.Registry) (*dfpSettings, []error) {
 	var errs []error
-	d := &dfpSettings{autoSNI: true}
+	d := &dfpSettings{autoSNI: true, source: c}
 	if p := c.GetLbPolicy(); p != clusterv3.Cluster_CLUSTER_PROVIDED {
 		errs = append(errs, configErrorf("lb_policy", "LB policy %s is not valid for Cluster type %s. Only 'CLUSTER_PROVIDED' is allowed with cluster type '%s'", p, c.GetClusterType().GetName(), c.GetClusterType().GetName()))
 	}
@@ -52,8 +57,10 @@ func buildDFP(c *clusterv3.Cluster, cfg *dfpclusterv3.ClusterConfig, reg *extens
 	if len(c.GetHealthChecks()) > 0 {
 		errs = append(errs, configErrorf("health_checks", "not supported by Outrigger on a dynamic_forward_proxy cluster"))
 	}
-	if cfg.GetSubClustersConfig() != nil {
-		errs = append(errs, configErrorf(dfpTypeConfig+".sub_clusters_config", "not supported by Outrigger yet (see docs/compat.md)"))
+	if sc := cfg.GetSubClustersConfig(); sc != nil {
+		var serrs []error
+		d.sub, serrs = buildSubClusters(sc)
+		errs = append(errs, serrs...)
 	}
 	if cfg.GetAllowCoalescedConnections() {
 		errs = append(errs, configErrorf(dfpTypeConfig+".allow_coalesced_connections", "not supported by Outrigger yet (see docs/compat.md)"))
@@ -154,7 +161,7 @@ func (c *Cluster) defaultPort() uint16 {
 // dynamic_forward_proxy cluster, and the port of hosts named without one:
 // what the dynamic forward proxy filters load into its DNS cache.
 func (c *Cluster) DynamicForwardProxy() (defaultPort uint16, ok bool) {
-	if c.dfp == nil {
+	if c.dfp == nil && c.subs == nil {
 		return 0, false
 	}
 	return c.defaultPort(), true
@@ -189,6 +196,9 @@ func (c *Cluster) pickDFP(pc *upstream.PickContext) *upstream.Host {
 				port = uint16(p)
 			}
 		}
+	}
+	if c.subs != nil {
+		return c.pickSubCluster(raw, port, pc)
 	}
 	key := dnscache.Key(raw, port)
 	if key == "" {

@@ -47,9 +47,21 @@ func TestDynamicForwardProxyClusterErrors(t *testing.T) {
 			yaml: dfpYAML("", "\n      allow_coalesced_connections: true"),
 			want: "static_resources.clusters[0].cluster_type.typed_config.allow_coalesced_connections: not supported",
 		},
-		"sub clusters": {
-			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {}", 1),
-			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config: not supported",
+		"sub clusters balanced by the cluster": {
+			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {lb_policy: CLUSTER_PROVIDED}", 1),
+			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.lb_policy: unsupported lb_policy 'CLUSTER_PROVIDED' in sub_cluster_config",
+		},
+		"preresolved sub clusters": {
+			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {preresolve_clusters: [{address: a.test, port_value: 80}]}", 1),
+			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.preresolve_clusters: not supported",
+		},
+		"sub clusters of the DNS cluster extension": {
+			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {dns_cluster_config: {}}", 1),
+			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.dns_cluster_config: not supported",
+		},
+		"sub clusters a STRICT_DNS cluster cannot be": {
+			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {lb_policy: LOAD_BALANCING_POLICY_CONFIG}", 1),
+			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config: its sub-clusters (STRICT_DNS copies of the cluster) would be refused",
 		},
 		"cache without name": {
 			yaml: strings.Replace(dfpYAML("", ""), "{name: c}", "{}", 1),

@@ -27,6 +27,11 @@ type dynamicOrigin struct {
 	lastUpdated time.Time
 	// discovery is a DNS cluster's resolution, nil for other types.
 	discovery *dnscluster.Discovery
+	// subOf is the dynamic forward proxy cluster that made this
+	// sub-cluster, nil for a cluster discovery brought; serving is
+	// closed once the sub-cluster is active (subclusters.go).
+	subOf   *Cluster
+	serving chan struct{}
 }
 
 // dynamicState is the manager's side of cluster discovery. mu serializes
@@ -166,7 +171,9 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 	}
 	var retired []*Cluster
 	for _, c := range cur.clusters {
-		if c.dynamic != nil {
+		if c.dynamic != nil && c.dynamic.subOf == nil {
+			// A dynamic forward proxy's sub-clusters are its own, not
+			// discovery's (Envoy's avoid_cds_removal).
 			if _, wanted := seen[c.Name()]; !wanted {
 				m.log.Info("cds: remove cluster", "cluster", c.Name())
 				m.dyn.scope.Counter("cluster_removed").Inc()
@@ -177,7 +184,7 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 		next.put(c)
 	}
 	for name, w := range m.dyn.warming {
-		if _, wanted := seen[name]; !wanted {
+		if _, wanted := seen[name]; !wanted && w.dynamic.subOf == nil {
 			m.log.Info("cds: remove warming cluster", "cluster", name)
 			if next.snap.byName[name] == nil {
 				m.dyn.scope.Counter("cluster_removed").Inc()
@@ -232,6 +239,7 @@ func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf fu
 			c.startOrigDstCleanup()
 		}
 		c.startOutlier()
+		c.startSubClusters()
 		if warm := c.warmed(); warm != nil {
 			if m.dyn.warming == nil {
 				m.dyn.warming = map[string]*Cluster{}
@@ -416,7 +424,7 @@ func (m *Manager) promoteRipeLocked() {
 	for _, c := range cur.clusters {
 		next.put(c)
 	}
-	var retired []*Cluster
+	var retired, promoted []*Cluster
 	for _, c := range ripe {
 		if m.dyn.warming[c.Name()] != c {
 			continue
@@ -426,9 +434,14 @@ func (m *Manager) promoteRipeLocked() {
 			retired = append(retired, old)
 		}
 		next.put(c)
+		promoted = append(promoted, c)
 		m.log.Info("cds: warming cluster is active", "cluster", c.Name())
 	}
 	m.snap.Store(next.snap)
+	for _, c := range promoted {
+		// Once in the snapshot requests read.
+		c.markServing()
+	}
 	m.publishCounts()
 	for _, old := range retired {
 		m.retireLocked(old)
@@ -476,6 +489,13 @@ func (m *Manager) publishCounts() {
 func (m *Manager) retireLocked(c *Cluster) {
 	if d := c.dynamic.discovery; d != nil {
 		go d.Stop() // waits for its goroutines, which may be publishing hosts
+	}
+	if c.subs != nil {
+		// Envoy's dynamic forward proxy cluster removes its sub-clusters
+		// when it goes.
+		names := c.subs.names()
+		c.subs.stop()
+		m.removeSubClustersLocked(c, names)
 	}
 	// A warming EDS cluster stops waiting: its promotion goroutine ends
 	// (and finds it gone).

@@ -166,8 +166,8 @@ func (c *Cluster) HealthChecked() bool { return c.hc != nil }
 // with x-envoy-immediate-health-check-fail. Only a cluster with active
 // health checks acts on it, as in Envoy.
 func (c *Cluster) ImmediateHealthCheckFail(h *upstream.Host) {
-	if c.agg != nil {
-		if u := c.agg.owner(h); u != nil {
+	if c.Delegates() {
+		if u := c.carrier(h); u != nil {
 			u.ImmediateHealthCheckFail(h)
 		}
 		return

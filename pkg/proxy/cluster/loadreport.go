@@ -60,7 +60,7 @@ type LocalityHosts struct {
 // locality), so none here either: their load is not reported per
 // locality.
 func (c *Cluster) HostsPerLocality() []LocalityHosts {
-	if c.origDst != nil || c.dfp != nil || c.agg != nil {
+	if c.origDst != nil || c.dfp != nil || c.subs != nil || c.agg != nil {
 		return nil
 	}
 	var out []LocalityHosts

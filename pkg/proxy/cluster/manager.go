@@ -173,7 +173,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 
 	m := &Manager{log: o.Log, caches: caches}
 	snap := &clusterSnapshot{byName: make(map[string]*Cluster, len(all))}
-	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, internal: o.Internal, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents, log: o.Log, lookup: m.Cluster}
+	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, internal: o.Internal, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents, log: o.Log, lookup: m.Cluster, subs: m}
 	if o.LocalClusterName != "" {
 		d.zones = newZoneSource(o.LocalClusterName)
 	}
@@ -233,7 +233,10 @@ func clusterSettings(cfg *clusterv3.Cluster, td transportDeps, defaultBind *bind
 	var merrs []error
 	s.sockets, merrs = buildSocketMatches(cfg, td, "cluster."+s.observabilityName+".", t)
 	errs = append(errs, merrs...)
-	if s.dfp != nil {
+	switch {
+	case s.dfp != nil && s.dfp.sub != nil:
+		errs = append(errs, s.checkSubClusters(td, defaultBind, caches)...)
+	case s.dfp != nil:
 		errs = append(errs, s.attachDNSCache(caches)...)
 	}
 	return s, errs
@@ -278,6 +281,7 @@ func (m *Manager) Start() {
 		}
 		c.startOutlier()
 		c.startHealthChecks()
+		c.startSubClusters()
 	}
 }
 

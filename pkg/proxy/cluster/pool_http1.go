@@ -82,9 +82,9 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 // priority and source the pool then needs not look up through the
 // context chain.
 func (c *Cluster) AcquireHTTP1For(ctx context.Context, h *upstream.Host, a upstream.Acquire) (*upstream.Conn, error) {
-	if c.agg != nil {
+	if c.Delegates() {
 		// The host's own cluster's pool carries an aggregate's request.
-		u := c.agg.owner(h)
+		u := c.carrier(h)
 		if u == nil {
 			return nil, errHostGone
 		}
@@ -508,7 +508,7 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 		return
 	}
 	tc, ok := conn.Conn.(*trackedConn)
-	if ok && c.agg != nil && tc.c != c {
+	if ok && c.Delegates() && tc.c != c {
 		// An aggregate's request: back to the pool it came from.
 		tc.c.ReleaseHTTP1(conn, reusable)
 		return

@@ -102,8 +102,8 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 // too: the transport does not queue requests for a connection the way
 // Envoy's pool does, so HTTP/2 requests are never pending.
 func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error) {
-	if c.agg != nil {
-		u := c.agg.owner(h)
+	if c.Delegates() {
+		u := c.carrier(h)
 		if u == nil {
 			return nil, errHostGone
 		}

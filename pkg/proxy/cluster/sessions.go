@@ -20,7 +20,7 @@ func (c *Cluster) ReleaseSession() { c.releaseConnSlot(&c.breakers().cx) }
 // DNS or CDS update): comparable with ==. An aggregate cluster's hosts
 // are its listed clusters', so its version never changes.
 func (c *Cluster) HostsVersion() any {
-	if c.agg != nil {
+	if c.Delegates() {
 		return nil
 	}
 	return c.set.Load()
@@ -29,7 +29,7 @@ func (c *Cluster) HostsVersion() any {
 // HasHost reports whether a host of the address is one of the cluster's
 // hosts now (always true for an aggregate cluster, see HostsVersion).
 func (c *Cluster) HasHost(address string) bool {
-	if c.agg != nil {
+	if c.Delegates() {
 		return true
 	}
 	for _, h := range c.set.Load().hosts {

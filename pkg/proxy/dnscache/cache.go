@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/keyvalue/filebased"
 )
 
 // Status is how a Load found its host.
@@ -51,8 +52,11 @@ type Host struct {
 	// Guarded by the cache's mu.
 	resolving bool
 	timer     *time.Timer
-	backoff   *dns.BackoffState
-	removed   bool
+	// storedRefresh is when a host loaded from the key-value store is
+	// resolved again after the cache starts, 0 for the others.
+	storedRefresh time.Duration
+	backoff       *dns.BackoffState
+	removed       bool
 }
 
 // hostState is a host's outcome: its address, once one was found, and the
@@ -103,6 +107,8 @@ type Cache struct {
 	log      logr.Logger
 	now      func() time.Time
 	rand     func() uint64
+	// kv is the key_value_config store of the resolutions, nil for none.
+	kv *filebased.Store
 
 	// ctx ends when the cache stops: resolutions in flight are cut and
 	// no timer resolves again.
@@ -225,15 +231,25 @@ func (c *Cache) start() {
 		}
 	}
 	for _, h := range c.hosts {
-		if !h.resolving && h.timer == nil {
+		switch {
+		case h.storedRefresh > 0:
+			h.timer = time.AfterFunc(h.storedRefresh, func() { c.refresh(h) })
+			h.storedRefresh = 0
+		case !h.resolving && h.timer == nil:
 			c.resolveLocked(h)
 		}
+	}
+	if c.kv != nil {
+		c.kv.Start()
 	}
 }
 
 // close stops every resolution and timer.
 func (c *Cache) close() {
 	c.stop()
+	if c.kv != nil {
+		c.kv.Stop()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, h := range c.hosts {
@@ -272,6 +288,9 @@ func (c *Cache) removeLocked(h *Host) {
 		h.timer.Stop()
 	}
 	delete(c.hosts, h.Key)
+	if c.kv != nil {
+		c.kv.Remove(h.Key)
+	}
 	c.st.hostRemoved.Inc()
 	c.st.numHosts.Dec()
 	if _, ok := h.Address(); ok {
@@ -367,6 +386,9 @@ func (c *Cache) finish(h *Host, res dns.Result, timedOut bool) {
 	switch {
 	case len(res.Addresses) > 0:
 		addr = netip.AddrPortFrom(res.Addresses[0].IP.Unmap(), h.Port)
+		if c.kv != nil {
+			c.kv.AddOrUpdate(h.Key, storedValue(res.Addresses, h.Port))
+		}
 		if old == nil || old.addr != addr {
 			changed = true
 			c.st.hostAddressChanged.Inc()

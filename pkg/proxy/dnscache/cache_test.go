@@ -223,7 +223,7 @@ func TestCompileErrors(t *testing.T) {
 		"zero max_hosts":    {&dfpcommonv3.DnsCacheConfig{Name: "c", MaxHosts: wrapperspb.UInt32(0)}, "max_hosts.value: must be greater than 0"},
 		"tiny min refresh":  {&dfpcommonv3.DnsCacheConfig{Name: "c", DnsMinRefreshRate: durationpb.New(time.Millisecond)}, "dns_min_refresh_rate: must be at least 1s"},
 		"backoff base":      {&dfpcommonv3.DnsCacheConfig{Name: "c", DnsFailureRefreshRate: &clusterv3.Cluster_RefreshRate{}}, "dns_failure_refresh_rate.base_interval: required"},
-		"key value store":   {&dfpcommonv3.DnsCacheConfig{Name: "c", KeyValueConfig: &keyvaluev3.KeyValueStoreConfig{}}, "key_value_config: not supported"},
+		"key value store":   {&dfpcommonv3.DnsCacheConfig{Name: "c", KeyValueConfig: &keyvaluev3.KeyValueStoreConfig{}}, "key_value_config.config: required"},
 		"preresolve > max":  {&dfpcommonv3.DnsCacheConfig{Name: "c", MaxHosts: wrapperspb.UInt32(1), PreresolveHostnames: preresolve(2)}, "preresolve_hostnames: DNS Cache [c] configured with preresolve_hostnames=2 larger than max_hosts=1"},
 		"preresolve port 0": {&dfpcommonv3.DnsCacheConfig{Name: "c", PreresolveHostnames: []*corev3.SocketAddress{{Address: "a.test"}}}, "preresolve_hostnames[0].port_value: must be a port"},
 	}

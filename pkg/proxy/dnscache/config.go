@@ -15,6 +15,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/keyvalue/filebased"
 )
 
 // Envoy's defaults of a DnsCacheConfig.
@@ -53,6 +54,8 @@ type Config struct {
 	Preresolve []Preresolved
 	// Resolver is the cache's own resolver, nil for the server's.
 	Resolver dns.Spec
+	// KeyValue is key_value_config's store, nil for none.
+	KeyValue *filebased.Config
 	// source is the configuration, to compare caches of one name.
 	source *dfpcommonv3.DnsCacheConfig
 }
@@ -128,12 +131,17 @@ func Compile(c *dfpcommonv3.DnsCacheConfig, reg *extension.Registry) (*Config, [
 		}
 		cfg.Resolver = spec
 	}
+	if kv := c.GetKeyValueConfig(); kv != nil {
+		var err error
+		if cfg.KeyValue, err = compileKeyValue(kv, reg); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// The support check refuses these first; a cache never runs with a
 	// setting it would ignore.
 	for path, set := range map[string]bool{
 		"use_tcp_for_dns_lookups": c.GetUseTcpForDnsLookups(),
 		"dns_resolution_config":   c.GetDnsResolutionConfig() != nil,
-		"key_value_config":        c.GetKeyValueConfig() != nil,
 		"resolved_address_filter": c.GetResolvedAddressFilter() != nil,
 	} {
 		if set {

@@ -14,6 +14,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/keyvalue/filebased"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -88,6 +89,10 @@ func (m *Manager) Get(cfg *Config) (*Cache, error) {
 		ctx:      ctx,
 		stop:     stop,
 		hosts:    map[string]*Host{},
+	}
+	if cfg.KeyValue != nil {
+		c.kv = filebased.Open(cfg.KeyValue, m.o.Log, nil)
+		c.loadStored()
 	}
 	m.caches[cfg.Name] = c
 	if m.started {

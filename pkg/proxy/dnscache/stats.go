@@ -25,8 +25,7 @@ func newCacheStats(store *stats.Store, name string, maxPending int64) cacheStats
 	sc := store.Scope("dns_cache." + name + ".")
 	cb := sc.Scope("circuit_breakers.")
 	st := cacheStats{
-		// cache_load counts entries loaded from a key-value store, which
-		// Outrigger does not have (key_value_config is refused): always 0.
+		// cache_load counts the hosts loaded from the key-value store.
 		cacheLoad:          sc.Counter("cache_load"),
 		queryAttempt:       sc.Counter("dns_query_attempt"),
 		queryFailure:       sc.Counter("dns_query_failure"),

@@ -35,7 +35,7 @@ func (v upstreamsView) Cluster(name string) httpconn.UpstreamCluster {
 		return nil
 	}
 	if c := v.m.Cluster(name); c != nil {
-		if c.IsAggregate() {
+		if c.Delegates() {
 			return aggregateUpstream{c}
 		}
 		return c

@@ -100,10 +100,14 @@ func clustersDump(clusters []*clusterv3.Cluster, loaded *timestamppb.Timestamp) 
 // version_info that brought it and when, and the version_info of the last
 // accepted cluster discovery response.
 func (s *Server) dynamicClustersDump(d *adminv3.ClustersConfigDump) *adminv3.ClustersConfigDump {
-	if s.cds == nil {
+	if s.clusters == nil {
 		return d
 	}
-	d.VersionInfo = s.cds.Version()
+	if s.cds != nil {
+		d.VersionInfo = s.cds.Version()
+	}
+	// Without cluster discovery, the dynamic forward proxy's sub-clusters
+	// are the only dynamic clusters, as in Envoy's dump.
 	for _, dc := range s.clusters.Discovered() {
 		e := &adminv3.ClustersConfigDump_DynamicCluster{
 			VersionInfo: dc.Version,

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	dfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_forward_proxy/v3"
 	"google.golang.org/protobuf/proto"
@@ -28,6 +30,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // Name is the filter's name in the proxy. spelling.
@@ -41,7 +44,14 @@ const (
 	detailsPendingOverflw = "dynamic_forward_proxy_pending_request_overflow"
 	bodyResolution        = "DNS resolution failure"
 	detailsResolution     = "dns_resolution_failure"
+	bodySubOverflow       = "Sub cluster overflow"
+	detailsSubOverflow    = "sub_cluster_overflow"
+	bodySubTimeout        = "Sub cluster warming timeout"
+	detailsSubTimeout     = "sub_cluster_warming_timeout"
 )
+
+// defaultInitTimeout is cluster_init_timeout's default.
+const defaultInitTimeout = 5 * time.Second
 
 // Caches is what the server gives the filter: the DNS caches it shares
 // with the dynamic_forward_proxy clusters (httpfilter.Services implements
@@ -55,6 +65,13 @@ type Caches interface {
 // named without one.
 type Cluster interface {
 	DynamicForwardProxy() (defaultPort uint16, ok bool)
+}
+
+// SubClusters is a dynamic_forward_proxy cluster with sub_clusters_config
+// as the filter sees it (the cluster package's Cluster implements it).
+type SubClusters interface {
+	UsesSubClusters() bool
+	LoadSubCluster(host string, defaultPort uint16) (<-chan struct{}, upstream.SubClusterStatus)
 }
 
 // Factory builds the filter and compiles its per-route configuration.
@@ -72,16 +89,20 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	if !ok {
 		return nil, fmt.Errorf("expected a %s, got %T", proto.MessageName(&dfpv3.FilterConfig{}), config)
 	}
-	var errs []error
-	if c.GetSubClusterConfig() != nil {
-		errs = append(errs, errors.New("sub_cluster_config: not supported by Outrigger yet (see docs/compat.md)"))
+	f := &filter{name: ctx.Name, services: ctx.Services, saveAddress: c.GetSaveUpstreamAddress(), fromFilterState: c.GetAllowDynamicHostFromFilterState(), initTimeout: defaultInitTimeout}
+	if sc := c.GetSubClusterConfig(); sc != nil {
+		// The filter then has no DNS cache: the sub-clusters resolve.
+		if d := sc.GetClusterInitTimeout(); d != nil {
+			if err := d.CheckValid(); err != nil || d.AsDuration() <= 0 {
+				return nil, errors.New("sub_cluster_config.cluster_init_timeout: must be greater than 0")
+			}
+			f.initTimeout = d.AsDuration()
+		}
+		return f, nil
 	}
 	dc := c.GetDnsCacheConfig()
-	if dc == nil && c.GetSubClusterConfig() == nil {
-		errs = append(errs, errors.New("dns_cache_config: required"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if dc == nil {
+		return nil, errors.New("dns_cache_config: required")
 	}
 	caches, ok := ctx.Services.(Caches)
 	if !ok || caches.DNSCaches() == nil {
@@ -91,7 +112,8 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	if err != nil {
 		return nil, fieldpath.Prefix("dns_cache_config.", err)
 	}
-	return &filter{name: ctx.Name, cache: cache, services: ctx.Services, saveAddress: c.GetSaveUpstreamAddress(), fromFilterState: c.GetAllowDynamicHostFromFilterState()}, nil
+	f.cache = cache
+	return f, nil
 }
 
 // CompileRoute implements httpfilter.RouteFactory: a PerRouteConfig.
@@ -113,7 +135,8 @@ type routeConfig struct {
 // filter is the compiled filter; it keeps nothing per request, so one
 // value serves them all.
 type filter struct {
-	name     string
+	name string
+	// cache is the filter's DNS cache, nil with sub_cluster_config.
 	cache    *dnscache.Cache
 	services httpfilter.Services
 	// saveAddress is save_upstream_address: the resolved address goes to
@@ -123,6 +146,9 @@ type filter struct {
 	// filter state's envoy.upstream.dynamic_host and dynamic_port come
 	// before the Host, as the cluster picks by them.
 	fromFilterState bool
+	// initTimeout is sub_cluster_config.cluster_init_timeout: how long a
+	// request waits for its sub-cluster to warm.
+	initTimeout time.Duration
 }
 
 var _ httpfilter.Decoder = (*filter)(nil)
@@ -147,6 +173,14 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	if rc, _ := s.RouteConfig(f.name).(*routeConfig); rc != nil {
 		rewriteHost(s, rc)
+	}
+	if sc, ok := cl.(SubClusters); ok && sc.UsesSubClusters() {
+		return f.loadSubCluster(s, sc, port)
+	}
+	if f.cache == nil {
+		// sub_cluster_config, and a cluster that follows a DNS cache:
+		// nothing to load; the cluster has no host for the request.
+		return httpfilter.Continue
 	}
 	host := s.Request().Host
 	if f.fromFilterState {
@@ -182,6 +216,47 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		// As Envoy's addHostAddressToFilterState: the request's, with
 		// the port the cache resolved the name with.
 		s.SetFilterState(netfilter.UpstreamAddressStateKey, filterstate.Address(addr))
+	}
+	return httpfilter.Continue
+}
+
+// loadSubCluster holds the request until the sub-cluster of its Host
+// serves, as Envoy's loadDynamicCluster: a cluster at max_sub_clusters is
+// answered 503 sub_cluster_overflow, one still warming after
+// cluster_init_timeout 503 sub_cluster_warming_timeout. The Host alone
+// names the sub-cluster, as in Envoy (not the filter state).
+func (f *filter) loadSubCluster(s httpfilter.Stream, sc SubClusters, port uint16) httpfilter.Status {
+	ready, st := sc.LoadSubCluster(s.Request().Host, port)
+	switch st {
+	case upstream.SubClusterReady:
+		return httpfilter.Continue
+	case upstream.SubClusterOverflow, upstream.SubClusterFailed:
+		// A sub-cluster that could not be made is an overflow too: the
+		// request cannot have one.
+		s.SendLocalReply(http.StatusServiceUnavailable, bodySubOverflow, 0, detailsSubOverflow)
+		return httpfilter.Stop
+	}
+	timer := time.NewTimer(f.initTimeout)
+	defer timer.Stop()
+	done, quit := make(chan struct{}), make(chan struct{})
+	defer close(quit)
+	var timedOut atomic.Bool
+	go func() {
+		defer close(done)
+		select {
+		case <-ready:
+		case <-timer.C:
+			timedOut.Store(true)
+		case <-quit:
+			// The request went away first.
+		}
+	}()
+	if !s.Wait(done) {
+		return httpfilter.Stop
+	}
+	if timedOut.Load() {
+		s.SendLocalReply(http.StatusServiceUnavailable, bodySubTimeout, 0, detailsSubTimeout)
+		return httpfilter.Stop
 	}
 	return httpfilter.Continue
 }

@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	dfpcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/dynamic_forward_proxy/v3"
 	dfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_forward_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -128,9 +129,9 @@ func TestCompileErrors(t *testing.T) {
 		cfg  *dfpv3.FilterConfig
 		want string
 	}{
-		"no cache":             {&dfpv3.FilterConfig{}, "dns_cache_config: required"},
-		"cache without a name": {cacheConfig(""), "dns_cache_config.name: required"},
-		"sub clusters":         {&dfpv3.FilterConfig{ImplementationSpecifier: &dfpv3.FilterConfig_SubClusterConfig{SubClusterConfig: &dfpv3.SubClusterConfig{}}}, "sub_cluster_config: not supported"},
+		"no cache":                   {&dfpv3.FilterConfig{}, "dns_cache_config: required"},
+		"cache without a name":       {cacheConfig(""), "dns_cache_config.name: required"},
+		"sub clusters' zero timeout": {&dfpv3.FilterConfig{ImplementationSpecifier: &dfpv3.FilterConfig_SubClusterConfig{SubClusterConfig: &dfpv3.SubClusterConfig{ClusterInitTimeout: durationpb.New(0)}}}, "sub_cluster_config.cluster_init_timeout: must be greater than 0"},
 	}
 	m := dnscache.NewManager(dnscache.Options{Stats: stats.NewStore(), Resolver: func() dns.Resolver { return table{} }})
 	for name, tc := range cases {
