@@ -93,10 +93,7 @@ func (c *CallSpan) SetTag(key, value string) {
 // records with error=true, as Envoy's client at the call's close. The
 // span must not be used afterwards.
 func (c *CallSpan) Finish(err error, end time.Time) {
-	if c == nil {
-		return
-	}
-	sp := c.span.Swap(nil)
+	sp := c.take()
 	if sp == nil {
 		return
 	}
@@ -113,10 +110,7 @@ func (c *CallSpan) Finish(err error, end time.Time) {
 // away): tagged status=canceled and no gRPC status, as Envoy's client
 // tags a call it cancels.
 func (c *CallSpan) Cancel(end time.Time) {
-	if c == nil {
-		return
-	}
-	sp := c.span.Swap(nil)
+	sp := c.take()
 	if sp == nil {
 		return
 	}
@@ -124,6 +118,15 @@ func (c *CallSpan) Cancel(end time.Time) {
 		sp.SetTag(tagStatus, "canceled")
 	}
 	sp.Finish(end)
+}
+
+// take hands the call's span to the one caller that ends it (Finish or
+// Cancel, whichever comes first); nil when there is none or it was taken.
+func (c *CallSpan) take() *Span {
+	if c == nil {
+		return nil
+	}
+	return c.span.Swap(nil)
 }
 
 // mdSetter writes a span's context into gRPC metadata (HeaderSetter).
