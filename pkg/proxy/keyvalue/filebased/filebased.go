@@ -85,6 +85,14 @@ type Store struct {
 	byKey   map[string]*list.Element
 	timer   *time.Timer
 	stopped bool
+	// taken counts the snapshots of the entries taken for the file.
+	taken uint64
+
+	// writeMu orders the file writes, which happen outside mu so that a
+	// slow disk never holds up the cache's lookups; written is the
+	// snapshot the file holds, so an older one never replaces a newer.
+	writeMu sync.Mutex
+	written uint64
 }
 
 type entry struct {
@@ -197,12 +205,14 @@ func (s *Store) Start() {
 // tick flushes and runs again after the interval.
 func (s *Store) tick() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.stopped {
+		s.mu.Unlock()
 		return
 	}
-	s.flushLocked()
+	contents, n := s.snapshotLocked()
 	s.timer = time.AfterFunc(s.cfg.FlushInterval, s.tick)
+	s.mu.Unlock()
+	s.write(contents, n)
 }
 
 // Stop ends the flushes; the file keeps what the last one wrote, as when
@@ -219,29 +229,33 @@ func (s *Store) Stop() {
 // AddOrUpdate sets key's value.
 func (s *Store) AddOrUpdate(key, value string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.put(key, value, time.Time{})
-	s.changedLocked()
+	s.changedAndUnlock()
 }
 
 // Remove deletes key.
 func (s *Store) Remove(key string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	el, ok := s.byKey[key]
 	if !ok {
+		s.mu.Unlock()
 		return
 	}
 	s.order.Remove(el)
 	delete(s.byKey, key)
-	s.changedLocked()
+	s.changedAndUnlock()
 }
 
-// changedLocked writes the file now when there is no flush interval.
-func (s *Store) changedLocked() {
-	if s.cfg.FlushInterval <= 0 && !s.stopped {
-		s.flushLocked()
+// changedAndUnlock releases s.mu, writing the file first when there is
+// no flush interval (the write itself happens after the unlock).
+func (s *Store) changedAndUnlock() {
+	if s.cfg.FlushInterval > 0 || s.stopped {
+		s.mu.Unlock()
+		return
 	}
+	contents, n := s.snapshotLocked()
+	s.mu.Unlock()
+	s.write(contents, n)
 }
 
 // Iterate calls fn with each entry in order until it returns false.
@@ -259,9 +273,9 @@ func (s *Store) Iterate(fn func(key, value string) bool) {
 	}
 }
 
-// flushLocked writes the entries to the file, replacing it whole (a
-// temporary file renamed over it, so that a reader never sees half).
-func (s *Store) flushLocked() {
+// snapshotLocked renders the entries in the file's format and numbers
+// the snapshot. s.mu is held.
+func (s *Store) snapshotLocked() (string, uint64) {
 	var b strings.Builder
 	for el := s.order.Front(); el != nil; el = el.Next() {
 		e := el.Value.(*entry)
@@ -272,9 +286,22 @@ func (s *Store) flushLocked() {
 		b.WriteByte('\n')
 		b.WriteString(e.value)
 	}
+	s.taken++
+	return b.String(), s.taken
+}
+
+// write replaces the file with snapshot n's contents (a temporary file
+// renamed over it, so that a reader never sees half), unless a newer
+// snapshot has been written already.
+func (s *Store) write(contents string, n uint64) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if n <= s.written {
+		return
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(s.cfg.Filename), "."+filepath.Base(s.cfg.Filename)+".*")
 	if err == nil {
-		_, err = tmp.WriteString(b.String())
+		_, err = tmp.WriteString(contents)
 		if cerr := tmp.Close(); err == nil {
 			err = cerr
 		}
@@ -289,4 +316,5 @@ func (s *Store) flushLocked() {
 		s.log.Error(err, "Failed to flush cache to file "+s.cfg.Filename)
 		return
 	}
+	s.written = n
 }

@@ -44,6 +44,24 @@ func TestStoreFile(t *testing.T) {
 	}
 }
 
+// The file is written outside the store's lock, so two changes' writes
+// can arrive out of order: the older snapshot must not replace the newer.
+func TestOlderSnapshotNeverReplacesNewer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kv")
+	s := Open(&Config{Filename: path, FlushInterval: time.Hour}, logr.Discard(), nil)
+	s.AddOrUpdate("a", "1")
+	s.mu.Lock()
+	older, olderN := s.snapshotLocked()
+	s.put("b", "2", time.Time{})
+	newer, newerN := s.snapshotLocked()
+	s.mu.Unlock()
+	s.write(newer, newerN)
+	s.write(older, olderN)
+	if got := string(mustRead(t, path)); got != newer {
+		t.Errorf("file %q, want the newer snapshot %q", got, newer)
+	}
+}
+
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
