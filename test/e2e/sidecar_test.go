@@ -74,6 +74,11 @@ func launchEnv(dir, name, config string, env []string, args ...string) *Sidecar 
 			Transport: &http.Transport{DisableKeepAlives: true},
 		},
 	}
+	// A sidecar started before in the same directory left its address
+	// there: Start must wait for this one's, not read the old one.
+	if err := os.Remove(s.AddressPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		Fail(fmt.Sprintf("removing the old admin address file: %v", err))
+	}
 	full := []string{"--admin-address-path", s.AddressPath}
 	if config != "" {
 		s.ConfigPath = filepath.Join(dir, name)
