@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -29,6 +30,8 @@ type connectUDPServer struct {
 	requests chan string
 	// resets receives each stream the client reset.
 	resets chan uint32
+	// postTarget is the UDP port a POST to /udp relays to.
+	postTarget int
 }
 
 // startConnectUDPServer starts srv and returns its port.
@@ -129,6 +132,7 @@ func (c *cudpConn) respond(id uint32, status string, end bool) {
 		c.blk.Reset()
 		_ = c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: status})
 		_ = c.enc.WriteField(hpack.HeaderField{Name: "capsule-protocol", Value: "?1"})
+		_ = c.enc.WriteField(hpack.HeaderField{Name: "x-proxy", Value: "cudp"})
 		return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.blk.Bytes(), EndHeaders: true, EndStream: end})
 	})
 }
@@ -143,7 +147,11 @@ func (c *cudpConn) onHeaders(id uint32, fields []hpack.HeaderField) {
 		<-c.srv.hold
 	}
 	port, ok := strings.CutPrefix(h[":path"], "/.well-known/masque/udp/127.0.0.1/")
-	if c.srv.status != "200" || !ok || h[":protocol"] != "connect-udp" {
+	ok = ok && h[":method"] == "CONNECT" && h[":protocol"] == "connect-udp"
+	if h[":method"] == "POST" && h[":path"] == "/udp" && c.srv.postTarget != 0 {
+		port, ok = strconv.Itoa(c.srv.postTarget), true
+	}
+	if c.srv.status != "200" || !ok {
 		c.respond(id, c.srv.status, true)
 		return
 	}

@@ -126,6 +126,24 @@ var _ = Describe("UDP proxy tunneling_config (CONNECT-UDP over HTTP/2)", func() 
 		Expect(statValue(s, "cluster.tun.udp.sess_tunnel_success")).To(Equal("2"))
 	})
 
+	It("tunnels over a POST with use_post and keeps the response headers for the access log with propagate_response_headers", func() {
+		echo := startUDPEcho("E")
+		srv := &connectUDPServer{status: "200", postTarget: echo}
+		up := startConnectUDPServer(srv)
+		cfg := udpBootstrap(tunnelProxy(1, `, use_post: true, post_path: /udp, buffer_options: {}, propagate_response_headers: true`, ", idle_timeout: 0.5s"), "", tunnelCluster("tun", up))
+		// A second access log, beside the fixture's, shows the kept headers.
+		cfg = strings.Replace(cfg, "        access_log:\n", "        access_log:\n        - name: envoy.access_loggers.stdout\n          typed_config: {\"@type\": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog, log_format: {text_format_source: {inline_string: \"TUNHDR %ACCESS_LOG_TYPE% %UPSTREAM_REQUEST_ATTEMPT_COUNT% %FILTER_STATE(envoy.udp_proxy.propagate_response_headers:TYPED)%\\n\"}}}\n", 1)
+		s := Start(newDir(), cfg, "--file-flush-interval-msec", "50")
+		port := listenerPort(s, "udp")
+		c := udpClient("127.0.0.1")
+		Expect(exchange(c, port, "posted")).To(Equal("E:posted"))
+		var req string
+		Eventually(srv.requests).Should(Receive(&req))
+		Expect(req).To(Equal("POST  proxy.example /udp  "), "no :protocol and no capsule-protocol on a POST")
+		// The session ends idle and logs the response's headers.
+		Eventually(s.Stdout, "10s").Should(ContainSubstring(`TUNHDR UdpSessionEnd 1 {"headers":[{"key":":status","value":"200"},{"key":"capsule-protocol","value":"?1"},{"key":"x-proxy","value":"cudp"}]}`))
+	})
+
 	DescribeTable("refuses what Envoy or Outrigger refuses, naming the field",
 		func(proxyFields, cluster, want string) {
 			r, _ := validate("udp.yaml", udpBootstrap(proxyFields, "", cluster))
