@@ -6,8 +6,11 @@
 // a socket of the session's own; the host's datagrams go back to the
 // client from the listener's socket. A session ends after idle_timeout
 // without datagrams either way. Sessions count against the cluster's
-// max_connections circuit breaker, which bounds them. Stats are Envoy's,
-// under udp.<stat_prefix>. and cluster.<name>.udp.
+// max_connections circuit breaker, which bounds them. With
+// tunneling_config a session goes instead over an HTTP/2 stream to a host
+// of the cluster, a CONNECT-UDP extended CONNECT (RFC 9298) or a POST
+// (tunnel.go). Stats are Envoy's, under udp.<stat_prefix>. and
+// cluster.<name>.udp.
 package udpproxy
 
 import (
