@@ -240,7 +240,6 @@ var _ = Describe("UDP proxy", func() {
 			Expect(r.ExitCode).NotTo(Equal(0), r.Stdout+r.Stderr)
 			Expect(r.Stdout + r.Stderr).To(ContainSubstring(want))
 		},
-		Entry("tunneling_config", ", tunneling_config: {proxy_host: h}", "", "static_resources.listeners[0].listener_filters[0].typed_config.tunneling_config"),
 		Entry("prefer_gro", ", upstream_socket_config: {prefer_gro: true}", "", "typed_config.upstream_socket_config.prefer_gro"),
 		Entry("quic_options", "", "udp_listener_config: {quic_options: {}}", "static_resources.listeners[0].udp_listener_config.quic_options"),
 		Entry("a connection setting", "", "per_connection_buffer_limit_bytes: 1024", "static_resources.listeners[0].per_connection_buffer_limit_bytes: not supported on a UDP listener"),

@@ -8,9 +8,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // listener address's protocol may say UDP (support_table.go). Not
 // implemented, so refused with their path: udp_listener_config's
 // quic_options and udp_packet_packet_writer_config; in the udp_proxy,
-// session_filters' config_discovery, tunneling_config and
-// access_log_options.flush_access_log_on_tunnel_connected. prefer_gro is accepted only as false (the filter and
-// the listener refuse true).
+// session_filters' config_discovery. prefer_gro is accepted only as false
+// (the filter and the listener refuse true). tunneling_config sends
+// CONNECT-UDP over HTTP/2 only (the filter refuses an HTTP/1.1 cluster).
 var supportedUDPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.Listener.udp_listener_config":                                                  {},
 	"envoy.config.listener.v3.UdpListenerConfig.downstream_socket_config":                                    {},
@@ -36,4 +36,23 @@ var supportedUDPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.session_filters":            {},
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.SessionFilter.name":         {},
 	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.SessionFilter.typed_config": {category: "envoy.filters.udp.session", byName: true},
+	// tunneling_config: CONNECT-UDP (or POST) tunnels over HTTP/2.
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.tunneling_config":                                         {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.proxy_host":                            {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.proxy_port":                            {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.target_host":                           {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.default_target_port":                   {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.use_post":                              {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.post_path":                             {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.retry_options":                         {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.RetryOptions.max_connect_attempts":     {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.RetryOptions.backoff_options":          {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.headers_to_add":                        {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.buffer_options":                        {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.BufferOptions.max_buffered_datagrams":  {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.BufferOptions.max_buffered_bytes":      {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.propagate_response_headers":            {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.propagate_response_trailers":           {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpTunnelingConfig.formatters":                            {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpAccessLogOptions.flush_access_log_on_tunnel_connected": {},
 }

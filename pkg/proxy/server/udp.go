@@ -16,6 +16,9 @@ import (
 // cluster.
 var _ udpfilter.Cluster = (*cluster.Cluster)(nil)
 
+// It carries the UDP proxy's HTTP/2 tunnels too.
+var _ udpfilter.TunnelCluster = (*cluster.Cluster)(nil)
+
 // udpClusters adapts the cluster manager to udpfilter.Clusters.
 type udpClusters struct{ m *cluster.Manager }
 

@@ -112,6 +112,15 @@ type Cluster interface {
 	HasHost(address string) bool
 }
 
+// TunnelCluster is a Cluster that also carries HTTP/2 streams, as the
+// UDP proxy's tunnels (tunneling_config) need.
+type TunnelCluster interface {
+	Cluster
+	upstream.H2RoundTripper
+	// HTTP2 reports whether the cluster speaks HTTP/2 to its hosts.
+	HTTP2() bool
+}
+
 // DefaultMaxDatagramSize is the largest datagram a UDP socket reads when
 // max_rx_datagram_size is unset (Envoy's DEFAULT_UDP_MAX_DATAGRAM_SIZE).
 const DefaultMaxDatagramSize = 1500

@@ -17,13 +17,20 @@ const (
 )
 
 // logEntry logs the session's access log entry of type t (UdpSessionEnd,
-// UdpPeriodic) as Envoy's session stream info has it: the client's and
-// listener's addresses, the host, the bytes each way so far and the
-// session's counts in the udp.proxy.session dynamic metadata.
+// UdpPeriodic, UdpTunnelUpstreamConnected).
 func (s *session) logEntry(t datav3.AccessLogType) {
 	if s.p.logs == nil {
 		return
 	}
+	writeLog(s.p, s.p.logs, s.entry(t))
+}
+
+// entry describes the session as Envoy's session stream info has it: the
+// client's and listener's addresses, the host, the bytes each way so far
+// and the session's counts in the udp.proxy.session dynamic metadata;
+// with a tunnel, its attempts and the response's headers and trailers
+// kept in the filter state.
+func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 	e := &accesslog.Entry{
 		StartTime:               s.start,
 		Type:                    t,
@@ -31,8 +38,6 @@ func (s *session) logEntry(t datav3.AccessLogType) {
 		BytesSent:               s.txBytes.Load(),
 		Duration:                s.p.now().Sub(s.start),
 		UpstreamCluster:         s.cluster.Name(),
-		UpstreamHost:            s.host.Address,
-		UpstreamHostMetadata:    s.host.Metadata,
 		ConnectionID:            s.id,
 		DownstreamRemoteAddress: s.key.peer.String(),
 		DownstreamLocalAddress:  s.key.local.String(),
@@ -45,7 +50,17 @@ func (s *session) logEntry(t datav3.AccessLogType) {
 			"datagrams_received": float64(s.rxDatagrams.Load()),
 		}),
 	}
-	writeLog(s.p, s.p.logs, e)
+	h := s.host
+	if s.tun != nil {
+		h = s.tun.logHost()
+		e.FilterState = s.tun.filterState()
+		e.UpstreamRequestAttemptCount = s.tun.attemptCount()
+	}
+	if h != nil {
+		e.UpstreamHost = h.Address
+		e.UpstreamHostMetadata = h.Metadata
+	}
+	return e
 }
 
 // logPeriodic logs the session every access_log_flush_interval

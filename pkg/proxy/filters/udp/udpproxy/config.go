@@ -6,8 +6,11 @@
 // a socket of the session's own; the host's datagrams go back to the
 // client from the listener's socket. A session ends after idle_timeout
 // without datagrams either way. Sessions count against the cluster's
-// max_connections circuit breaker, which bounds them. Stats are Envoy's,
-// under udp.<stat_prefix>. and cluster.<name>.udp.
+// max_connections circuit breaker, which bounds them. With
+// tunneling_config a session goes instead over an HTTP/2 stream to a host
+// of the cluster, a CONNECT-UDP extended CONNECT (RFC 9298) or a POST
+// (tunnel.go). Stats are Envoy's, under udp.<stat_prefix>. and
+// cluster.<name>.udp.
 package udpproxy
 
 import (
@@ -61,6 +64,12 @@ type config struct {
 	// sessionFilters are session_filters, compiled: each session gets
 	// its own filter of each.
 	sessionFilters []udpfilter.SessionFilterConfig
+	// tunnel is tunneling_config, nil without: sessions then go over
+	// HTTP/2 streams instead of UDP sockets.
+	tunnel *tunnelConfig
+	// flushOnTunnelConnected logs each session when its tunnel opens
+	// (access_log_options.flush_access_log_on_tunnel_connected).
+	flushOnTunnelConnected bool
 }
 
 // hashPolicy is Envoy's UDP hash policy: the downstream's IP, or a fixed
@@ -92,6 +101,14 @@ func (Factory) Compile(msg proto.Message, ctx udpfilter.Context) (udpfilter.Filt
 	c, err := compile(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if tc := cfg.GetTunnelingConfig(); tc != nil {
+		if c.tunnel, err = compileTunnel(tc, ctx.Extensions); err != nil {
+			return nil, errors.Join(prefixErrors("tunneling_config.", err)...)
+		}
+		if err := checkTunnelClusters(c, ctx.Clusters); err != nil {
+			return nil, err
+		}
 	}
 	if c.sessionFilters, err = compileSessionFilters(ctx, cfg.GetSessionFilters()); err != nil {
 		return nil, err
@@ -183,11 +200,6 @@ func compile(cfg *udpproxyv3.UdpProxyConfig) (*config, error) {
 		}
 		c.maxDatagram = n
 	}
-	refuse := func(set bool, field, why string) {
-		if set {
-			fail("%s: not supported by Outrigger (%s)", field, why)
-		}
-	}
 	if cfg.GetUseOriginalSrcIp() {
 		// As Envoy, a platform without transparent sockets refuses it.
 		if _, err := sockopt.Transparent(false); err != nil {
@@ -195,7 +207,10 @@ func compile(cfg *udpproxyv3.UdpProxyConfig) (*config, error) {
 		}
 		c.originalSrc = true
 	}
-	refuse(cfg.GetTunnelingConfig() != nil, "tunneling_config", "not implemented yet: no CONNECT-UDP (RFC 9298) tunnels")
+	if cfg.GetTunnelingConfig() != nil && c.perPacket {
+		// As Envoy: a tunnel is per session.
+		fail("tunneling_config: cannot be set with use_per_packet_load_balancing")
+	}
 	if o := cfg.GetAccessLogOptions(); o != nil {
 		if d := o.GetAccessLogFlushInterval(); d != nil {
 			c.flushInterval = d.AsDuration()
@@ -203,7 +218,8 @@ func compile(cfg *udpproxyv3.UdpProxyConfig) (*config, error) {
 				fail("access_log_options.access_log_flush_interval: must be at least 1ms")
 			}
 		}
-		refuse(o.GetFlushAccessLogOnTunnelConnected(), "access_log_options.flush_access_log_on_tunnel_connected", "no UDP tunneling over HTTP")
+		// As Envoy, without a tunnel it has nothing to do.
+		c.flushOnTunnelConnected = o.GetFlushAccessLogOnTunnelConnected()
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

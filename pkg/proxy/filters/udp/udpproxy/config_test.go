@@ -25,16 +25,15 @@ func action(cluster string) string { return strings.Replace(routeTo, "%s", clust
 
 func TestCompileRefusesByPath(t *testing.T) {
 	tests := map[string]struct{ js, want string }{
-		"no route":             {`{"stat_prefix": "p"}`, "route_specifier: matcher"},
-		"no stat prefix":       {`{"cluster": "c"}`, "stat_prefix: required"},
-		"tunnel":               {`{"stat_prefix": "p", "cluster": "c", "tunneling_config": {"proxy_host": "h"}}`, "tunneling_config: not supported"},
-		"gro":                  {`{"stat_prefix": "p", "cluster": "c", "upstream_socket_config": {"prefer_gro": true}}`, "upstream_socket_config.prefer_gro: not supported"},
-		"datagram size":        {`{"stat_prefix": "p", "cluster": "c", "upstream_socket_config": {"max_rx_datagram_size": 70000}}`, "upstream_socket_config.max_rx_datagram_size: must be between"},
-		"zero idle":            {`{"stat_prefix": "p", "cluster": "c", "idle_timeout": "0s"}`, "idle_timeout: must be greater than 0"},
-		"tunnel connected log": {`{"stat_prefix": "p", "cluster": "c", "access_log_options": {"flush_access_log_on_tunnel_connected": true}}`, "access_log_options.flush_access_log_on_tunnel_connected: not supported"},
-		"input":                {`{"stat_prefix": "p", "matcher": {"matcher_tree": {"input": {"name": "i", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.ServerNameInput"}}, "exact_match_map": {"map": {"a": {"action": ` + action("c") + `}}}}}}`, "matcher.matcher_tree.input.typed_config: input envoy.extensions.matching.common_inputs.network.v3.ServerNameInput is not supported"},
-		"action":               {`{"stat_prefix": "p", "matcher": {"on_no_match": {"action": {"name": "a", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.SourceIPInput"}}}}}`, "matcher.on_no_match.action.typed_config: action"},
-		"empty route cluster":  {`{"stat_prefix": "p", "matcher": {"on_no_match": {"action": ` + action("") + `}}}`, "matcher.on_no_match.action.typed_config.cluster: must not be empty"},
+		"no route":            {`{"stat_prefix": "p"}`, "route_specifier: matcher"},
+		"no stat prefix":      {`{"cluster": "c"}`, "stat_prefix: required"},
+		"tunnel per packet":   {`{"stat_prefix": "p", "cluster": "c", "use_per_packet_load_balancing": true, "tunneling_config": {"proxy_host": "h"}}`, "tunneling_config: cannot be set with use_per_packet_load_balancing"},
+		"gro":                 {`{"stat_prefix": "p", "cluster": "c", "upstream_socket_config": {"prefer_gro": true}}`, "upstream_socket_config.prefer_gro: not supported"},
+		"datagram size":       {`{"stat_prefix": "p", "cluster": "c", "upstream_socket_config": {"max_rx_datagram_size": 70000}}`, "upstream_socket_config.max_rx_datagram_size: must be between"},
+		"zero idle":           {`{"stat_prefix": "p", "cluster": "c", "idle_timeout": "0s"}`, "idle_timeout: must be greater than 0"},
+		"input":               {`{"stat_prefix": "p", "matcher": {"matcher_tree": {"input": {"name": "i", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.ServerNameInput"}}, "exact_match_map": {"map": {"a": {"action": ` + action("c") + `}}}}}}`, "matcher.matcher_tree.input.typed_config: input envoy.extensions.matching.common_inputs.network.v3.ServerNameInput is not supported"},
+		"action":              {`{"stat_prefix": "p", "matcher": {"on_no_match": {"action": {"name": "a", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.SourceIPInput"}}}}}`, "matcher.on_no_match.action.typed_config: action"},
+		"empty route cluster": {`{"stat_prefix": "p", "matcher": {"on_no_match": {"action": ` + action("") + `}}}`, "matcher.on_no_match.action.typed_config.cluster: must not be empty"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

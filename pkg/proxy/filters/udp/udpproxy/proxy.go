@@ -142,7 +142,7 @@ func (p *Proxy) OnDatagram(d udpfilter.Datagram) {
 			p.remove(s)
 			s = nil
 		}
-		if s != nil && !usable(s.host) {
+		if s != nil && s.host != nil && !usable(s.host) {
 			// As Envoy: a session whose host became unhealthy moves to a
 			// healthy host when the balancer has another one.
 			if h := cl.PickHost(p.pickContext(d.Peer)); h != nil && usable(h) && h != s.host {
@@ -162,6 +162,10 @@ func (p *Proxy) OnDatagram(d udpfilter.Datagram) {
 // looks at the cluster's hosts only when they changed since it last did;
 // it runs on the goroutine of the session's datagrams.
 func (s *session) hostGone() bool {
+	if s.host == nil {
+		// A tunneled session: as Envoy's, not tied to a host.
+		return false
+	}
 	v := s.cluster.HostsVersion()
 	if v == s.hostsVersion {
 		return false

@@ -39,6 +39,9 @@ type session struct {
 	up *net.UDPConn
 	// filters are the session's session_filters.
 	filters []udpfilter.SessionFilter
+	// tun is the session's HTTP/2 tunnel with tunneling_config (then up
+	// and host are nil: the tunnel picks its host).
+	tun *tunnel
 
 	// The session's own counts, for its access log entry.
 	rxBytes, txBytes         atomic.Uint64
@@ -65,7 +68,15 @@ func (p *Proxy) newSession(cl udpfilter.Cluster, key sessionKey, h *upstream.Hos
 	if !cl.AcquireSession() {
 		return nil
 	}
-	if h == nil {
+	var tc tunnelCluster
+	if p.cfg.tunnel != nil {
+		// As Envoy, a tunnel's host is picked when it connects.
+		var ok bool
+		if tc, ok = cl.(tunnelCluster); !ok {
+			cl.ReleaseSession()
+			return nil
+		}
+	} else if h == nil {
 		if h = cl.PickHost(p.pickContext(key.peer)); h == nil {
 			cl.ReleaseSession()
 			return nil
@@ -76,7 +87,9 @@ func (p *Proxy) newSession(cl udpfilter.Cluster, key sessionKey, h *upstream.Hos
 		hostsVersion: version, id: p.ids.Add(1), start: p.now(), mono: time.Now(),
 		filters: p.newSessionFilters(),
 	}
-	if ap, err := netip.ParseAddrPort(h.Address); err == nil {
+	if tc != nil {
+		s.tun = newTunnel(s, tc)
+	} else if ap, err := netip.ParseAddrPort(h.Address); err == nil {
 		// Connected, as Envoy connects its upstream sockets: the kernel
 		// then only passes on the host's datagrams.
 		if c, err := p.dialUpstream(key.peer, ap); err == nil {
@@ -97,16 +110,24 @@ func (p *Proxy) newSession(cl udpfilter.Cluster, key sessionKey, h *upstream.Hos
 		if s.up != nil {
 			_ = s.up.Close()
 		}
+		if s.tun != nil {
+			s.tun.close()
+		}
 		cl.ReleaseSession()
 		return nil
 	}
 	p.sessions[key] = s
 	p.stats.sessTotal.Inc()
 	p.stats.sessActive.Inc()
-	if s.up != nil {
+	if s.up != nil || s.tun != nil {
 		p.readers.Add(1)
 	}
 	p.mu.Unlock()
+	if s.tun != nil {
+		p.log.V(1).Info("udp proxy: new tunneled session", "downstream", key.peer.String(), "local", key.local.String(), "cluster", cl.Name())
+		go s.tun.run()
+		return s
+	}
 	p.log.V(1).Info("udp proxy: new session", "downstream", key.peer.String(), "local", key.local.String(), "upstream", h.Address)
 	if s.up != nil {
 		go s.readUpstream()
@@ -176,6 +197,11 @@ func (s *session) fromDownstream(b []byte) {
 		}
 		// The cluster counts what it is sent.
 		n = uint64(len(b))
+	}
+	if s.tun != nil {
+		// The tunnel's connection counts its bytes.
+		s.tun.send(b)
+		return
 	}
 	if s.up == nil {
 		s.cs.txErrors.Inc()
@@ -247,6 +273,9 @@ func (s *session) end() {
 		s.stopFlush()
 		if s.up != nil {
 			_ = s.up.Close()
+		}
+		if s.tun != nil {
+			s.tun.close()
 		}
 		s.p.stats.sessActive.Dec()
 		s.cluster.ReleaseSession()

@@ -48,6 +48,14 @@ type clusterStats struct {
 	txErrors           *stats.Counter
 	rxBytesTotal       *stats.Counter
 	txBytesTotal       *stats.Counter
+	// The tunnels' (tunneling_config): udp.sess_tunnel_*, and the
+	// cluster's upstream_cx_connect_attempts_exceeded and
+	// upstream_rq_retry.
+	tunnelSuccess        *stats.Counter
+	tunnelFailure        *stats.Counter
+	tunnelBufferOverflow *stats.Counter
+	attemptsExceeded     *stats.Counter
+	rqRetry              *stats.Counter
 }
 
 func newClusterStats(st *stats.Store, observabilityName string) *clusterStats {
@@ -60,5 +68,11 @@ func newClusterStats(st *stats.Store, observabilityName string) *clusterStats {
 		txErrors:           sc.Counter("udp.sess_tx_errors"),
 		rxBytesTotal:       sc.Counter("upstream_cx_rx_bytes_total"),
 		txBytesTotal:       sc.Counter("upstream_cx_tx_bytes_total"),
+		// Envoy's udp.* stats include the tunnels' in any case.
+		tunnelSuccess:        sc.Counter("udp.sess_tunnel_success"),
+		tunnelFailure:        sc.Counter("udp.sess_tunnel_failure"),
+		tunnelBufferOverflow: sc.Counter("udp.sess_tunnel_buffer_overflow"),
+		attemptsExceeded:     sc.Counter("upstream_cx_connect_attempts_exceeded"),
+		rqRetry:              sc.Counter("upstream_rq_retry"),
 	}
 }
