@@ -64,6 +64,8 @@ type h2Conn struct {
 
 	// workers run the streams.
 	workers h2Workers
+	// reqMemo remembers the last repeated request header block.
+	reqMemo h2BlockMemo
 
 	// writer state: kick wakes the writer; done is closed when it exits.
 	kick chan struct{}
@@ -762,6 +764,13 @@ func (h *h2Conn) onHeaderBlock(id uint32, frag []byte, endHeaders, endStream boo
 		h.stats.headerOverflow.Inc()
 		return h2Flood("header block larger than max_request_headers_kb")
 	}
+	// A request block in one frame may be the one the memo remembers
+	// (see h2BlockMemo), or one it should note.
+	whole := endHeaders && h.decoding != nil && h.blockBytes == len(frag)
+	gen := h.dec.Generation()
+	if whole && h.reqMemo.replay(h.decoding, frag, gen) {
+		return h.requestDecoded(id)
+	}
 	if _, err := h.dec.Write(frag); err != nil {
 		return connError(errCodeCompression, err.Error())
 	}
@@ -780,11 +789,21 @@ func (h *h2Conn) onHeaderBlock(id uint32, frag []byte, endHeaders, endStream boo
 		return connError(errCodeCompression, err.Error())
 	}
 	st := h.decoding
-	h.decoding = nil
 	if st == nil {
 		h.trailing = false
 		return h.endTrailers(id, endStream)
 	}
+	if whole && h.decodeErr == errCodeNo && !st.tooLarge && h.dec.Generation() == gen {
+		h.reqMemo.note(st, frag, gen)
+	}
+	return h.requestDecoded(id)
+}
+
+// requestDecoded starts the request whose header block was just decoded
+// (or replayed), unless it is refused or malformed.
+func (h *h2Conn) requestDecoded(id uint32) error {
+	st := h.decoding
+	h.decoding = nil
 	if st.refused {
 		h.m.h2streams.Put(st)
 		h.resetStream(id, errCodeRefusedStream)

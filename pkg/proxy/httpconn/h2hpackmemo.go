@@ -68,8 +68,8 @@ func (m *hpackMemo) appendField(dst []byte, i int, name, value string) []byte {
 		}
 		return appendHPACKField(dst, lower, value, m.huff)
 	}
-	sl := m.slotFor(i, name)
-	if string(sl.buf[:sl.nameEnd]) != name {
+	sl, same := m.slotFor(i, name)
+	if !same && string(sl.buf[:sl.nameEnd]) != name {
 		// Another name, or none yet: the slot is the new name's.
 		lower := lowerInto(&m.scratch, name)
 		if connectionSpecific(lower) {
@@ -98,11 +98,13 @@ func (m *hpackMemo) appendField(dst []byte, i int, name, value string) []byte {
 // the previous head's i-th field used when it holds the same name (a
 // proxied head repeats its fields in the same order from response to
 // response, so the name is not hashed again), else the one a hash of the
-// name picks, which the position then remembers.
-func (m *hpackMemo) slotFor(i int, name string) *hpackMemoSlot {
+// name picks, which the position then remembers. same reports that the
+// slot was found by position and holds name, which the caller then does
+// not compare again.
+func (m *hpackMemo) slotFor(i int, name string) (*hpackMemoSlot, bool) {
 	if i >= 0 && i < len(m.order) {
 		if sl := &m.slots[m.order[i]]; string(sl.buf[:sl.nameEnd]) == name {
-			return sl
+			return sl, true
 		}
 	}
 	h := uint32(2166136261) // FNV-1a
@@ -113,5 +115,5 @@ func (m *hpackMemo) slotFor(i int, name string) *hpackMemoSlot {
 	if i >= 0 && i < len(m.order) {
 		m.order[i] = uint8(h)
 	}
-	return &m.slots[h]
+	return &m.slots[h], false
 }

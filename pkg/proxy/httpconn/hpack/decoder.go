@@ -81,12 +81,18 @@ func NewDecoder(maxTableSize uint32, emit func(Field)) *Decoder {
 
 // SetMaxStringLength makes a name or value longer than n bytes (after
 // Huffman decoding) an ErrStringLength; 0, the default, means no limit.
-func (d *Decoder) SetMaxStringLength(n int) { d.maxStrLen = n }
+func (d *Decoder) SetMaxStringLength(n int) {
+	d.maxStrLen = n
+	d.table.gen++ // the same block may decode differently now
+}
 
 // SetMaxWireStringLength makes a name or value whose coded length (before
 // Huffman decoding) exceeds n bytes an ErrStringLength; 0, the default,
 // means no limit of its own.
-func (d *Decoder) SetMaxWireStringLength(n int) { d.maxWireLen = n }
+func (d *Decoder) SetMaxWireStringLength(n int) {
+	d.maxWireLen = n
+	d.table.gen++ // the same block may decode differently now
+}
 
 // SetEmitFunc changes the function called with each field.
 func (d *Decoder) SetEmitFunc(emit func(Field)) { d.emit = emit }
@@ -109,6 +115,13 @@ func (d *Decoder) SetAllowedMaxDynamicTableSize(v uint32) {
 func (d *Decoder) DynamicTableSize() (size, maxSize uint32) {
 	return d.table.size, d.table.maxSize
 }
+
+// Generation identifies the state of the dynamic table: it changes with
+// every entry added or evicted and every size update. A header block
+// decoded twice at the same generation, without changing it, decodes to
+// the same fields both times (a caller may then reuse what it made of
+// the first decoding).
+func (d *Decoder) Generation() uint64 { return d.table.gen }
 
 // Write decodes a fragment of a header block, emitting its complete
 // fields. A field cut by the fragment's end is kept until the next Write.

@@ -21,6 +21,9 @@ type table struct {
 	size       uint32 // RFC 7541 §4.1 size of the entries
 	maxSize    uint32 // the current maximum size (§4.2)
 	allowedMax uint32 // the bound a size update may not exceed (SETTINGS_HEADER_TABLE_SIZE)
+	// gen counts the changes of the table's entries or maximum size:
+	// two blocks decoded at the same generation see the same table.
+	gen uint64
 }
 
 // entry is where one entry's name and value lie in table.buf.
@@ -42,6 +45,7 @@ func (t *table) at(i uint64) (name, value []byte, ok bool) {
 
 // setMaxSize applies a dynamic table size update.
 func (t *table) setMaxSize(v uint32) {
+	t.gen++
 	t.maxSize = v
 	t.evict(0)
 }
@@ -68,6 +72,7 @@ func (t *table) evict(room uint32) {
 // table. It returns the entry's name and value, views of the table, or
 // false when the field was too large to add.
 func (t *table) add(name, value []byte) (n, v []byte, added bool) {
+	t.gen++
 	size := uint32(len(name)) + uint32(len(value)) + entryOverhead
 	if uint64(len(name))+uint64(len(value))+entryOverhead > uint64(t.maxSize) {
 		t.evict(t.maxSize + 1)
