@@ -192,7 +192,10 @@ func appendSpan(b []byte, s *tracing.Span, size int) []byte {
 
 // appendTags appends tags as span attributes.
 func appendTags(b []byte, tags []tracing.Tag) []byte {
-	for _, t := range tags {
+	for i := range tags {
+		// By pointer: a copy of each tag, kept across the calls, cost
+		// more than the loads.
+		t := &tags[i]
 		// A known key's string (tracing.Key), told by its address and
 		// its length, the fourth byte of its table's slot.
 		if k, ok := tracing.KnownKeyAt(t.Key); ok && len(t.Value) < maxShortKnownValue {
@@ -217,9 +220,7 @@ func appendTags(b []byte, tags []tracing.Tag) []byte {
 				binary.LittleEndian.PutUint64(d[24:], kv[3])
 				d[(kl+5)&(tracing.KnownKeySlot-1)] = byte(2 + len(v))
 				d[(kl+7)&(tracing.KnownKeySlot-1)] = byte(len(v))
-				n += kl + 8
-				b = b[:n+len(v)]
-				copy(b[n:], v)
+				b = append(b[:n+kl+8], v...)
 				continue
 			}
 		}
