@@ -425,10 +425,10 @@ func (s *stream) finishChildSpan(cl UpstreamCluster, proto string) {
 	now := s.m.stamp(time.Now())
 	if c.Sampled {
 		s.tagBuf = s.tagBuf[:0]
-		c.SetTag("http.protocol", proto)
+		c.SetTag(tracing.Key(tracing.KeyHTTPProtocol), proto)
 		if s.host != nil {
-			c.SetTag("upstream_address", s.host.Address)
-			c.SetTag("peer.address", s.host.Address)
+			c.SetTag(tracing.Key(tracing.KeyUpstreamAddress), s.host.Address)
+			c.SetTag(tracing.Key(tracing.KeyPeerAddress), s.host.Address)
 		}
 		s.commonTags(c, cl)
 		t := s.m.tracing
@@ -516,27 +516,27 @@ func (s *stream) finishSpan(now time.Time) {
 	// and custom tags may replace one.
 	hv := s.traceHeaders.finish(&s.reqHeaders)
 	if v, ok := hv.get(shRequestID); ok {
-		sp.AddTag("guid:x-request-id", v)
+		sp.AddTag(tracing.Key(tracing.KeyRequestID), v)
 	}
 	s.tagBuf = s.appendTagURL(s.tagBuf[:0], hv)
-	sp.AddTag("http.url", s.tagSince(0))
-	sp.AddTag("http.method", s.method)
-	sp.AddTag("downstream_cluster", hv.or(shDownstreamCluster, "-"))
-	sp.AddTag("user_agent", hv.or(shUserAgent, "-"))
-	sp.AddConstTag("http.protocol", s.proto)
-	sp.AddConstTag("peer.address", s.remoteIP)
+	sp.AddTag(tracing.Key(tracing.KeyHTTPURL), s.tagSince(0))
+	sp.AddTag(tracing.Key(tracing.KeyHTTPMethod), s.method)
+	sp.AddTag(tracing.Key(tracing.KeyDownstreamCluster), hv.or(shDownstreamCluster, "-"))
+	sp.AddTag(tracing.Key(tracing.KeyUserAgent), hv.or(shUserAgent, "-"))
+	sp.AddConstTag(tracing.Key(tracing.KeyHTTPProtocol), s.proto)
+	sp.AddConstTag(tracing.Key(tracing.KeyPeerAddress), s.remoteIP)
 	if v, ok := hv.get(shClientTraceID); ok {
-		sp.AddTag("guid:x-client-trace-id", v)
+		sp.AddTag(tracing.Key(tracing.KeyClientTraceID), v)
 	}
 	if ct, ok := hv.get(shContentType); ok && strings.HasPrefix(ct, "application/grpc") {
 		s.grpcTags(sp, ct)
 	}
 	at := len(s.tagBuf)
 	s.tagBuf = tracing.AppendUint(s.tagBuf, s.bytesRecv)
-	sp.AddTag("request_size", s.tagSince(at))
+	sp.AddTag(tracing.Key(tracing.KeyRequestSize), s.tagSince(at))
 	at = len(s.tagBuf)
 	s.tagBuf = tracing.AppendUint(s.tagBuf, s.bytesSent)
-	sp.AddTag("response_size", s.tagSince(at))
+	sp.AddTag(tracing.Key(tracing.KeyResponseSize), s.tagSince(at))
 	s.commonTags(sp, s.cluster)
 	t := s.m.tracing
 	if t.verbose {
@@ -553,11 +553,11 @@ func (s *stream) finishSpan(now time.Time) {
 // answer (its trailers, or its headers for a trailers-only answer), with
 // error set for the statuses that are the server's fault.
 func (s *stream) grpcTags(sp *tracing.Span, contentType string) {
-	sp.SetTag("grpc.path", s.path)
-	sp.SetTag("grpc.authority", s.authority)
-	sp.SetTag("grpc.content_type", contentType)
+	sp.SetTag(tracing.Key(tracing.KeyGRPCPath), s.path)
+	sp.SetTag(tracing.Key(tracing.KeyGRPCAuthority), s.authority)
+	sp.SetTag(tracing.Key(tracing.KeyGRPCContentType), contentType)
 	if v, ok := s.reqHeaders.Get("grpc-timeout"); ok {
-		sp.SetTag("grpc.timeout", v)
+		sp.SetTag(tracing.Key(tracing.KeyGRPCTimeout), v)
 	}
 	status, ok := s.respHeaders.Get("grpc-status")
 	msg, hasMsg := s.respHeaders.Get("grpc-message")
@@ -572,13 +572,13 @@ func (s *stream) grpcTags(sp *tracing.Span, contentType string) {
 	if !ok {
 		return
 	}
-	sp.SetTag("grpc.status_code", status)
+	sp.SetTag(tracing.Key(tracing.KeyGRPCStatusCode), status)
 	if hasMsg {
-		sp.SetTag("grpc.message", msg)
+		sp.SetTag(tracing.Key(tracing.KeyGRPCMessage), msg)
 	}
 	switch status {
 	case "2", "4", "12", "8", "13", "14", "15": // Unknown, DeadlineExceeded, Unimplemented, ResourceExhausted, Internal, Unavailable, DataLoss
-		sp.SetTag("error", "true")
+		sp.SetTag(tracing.Key(tracing.KeyError), "true")
 	}
 }
 
@@ -592,12 +592,12 @@ func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
 	} else {
 		s.tagBuf = strconv.AppendInt(s.tagBuf, int64(s.status), 10)
 	}
-	sp.AddTag("http.status_code", s.tagSince(at))
+	sp.AddTag(tracing.Key(tracing.KeyHTTPStatusCode), s.tagSince(at))
 	at = len(s.tagBuf)
 	s.tagBuf = s.flags.AppendShort(s.tagBuf)
-	sp.AddTag("response_flags", s.tagSince(at))
+	sp.AddTag(tracing.Key(tracing.KeyResponseFlags), s.tagSince(at))
 	if s.status == 0 || s.status >= 500 {
-		sp.SetTag("error", "true")
+		sp.SetTag(tracing.Key(tracing.KeyError), "true")
 	}
 	s.customTags(sp, s.m.tracing.tags)
 	r := s.route

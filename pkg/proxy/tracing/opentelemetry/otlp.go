@@ -192,11 +192,68 @@ func appendSpan(b []byte, s *tracing.Span, size int) []byte {
 
 // appendTags appends tags as span attributes.
 func appendTags(b []byte, tags []tracing.Tag) []byte {
-	for _, t := range tags {
+	for i := range tags {
+		// By pointer: a copy of each tag, kept across the calls, cost
+		// more than the loads.
+		t := &tags[i]
+		// A known key's string (tracing.Key), told by its address and
+		// its length, the fourth byte of its table's slot.
+		if k, ok := tracing.KnownKeyAt(t.Key); ok && len(t.Value) < maxShortKnownValue {
+			if kv := &knownKVs[k]; byte(kv[0]>>24) == byte(len(t.Key)) {
+				// appendKV's bytes, the key's tags, lengths and
+				// bytes stored as the slot's four words rather than
+				// appended in three steps (a copy of the slot as an
+				// array was a call to memmove), written out here (as
+				// a function, its call cost a fifth of it). The bytes
+				// of the slot past the key's encoding are overwritten
+				// by the value or left past the end; kl is at most
+				// tracing.MaxKnownKeyLen, the masks only spare bounds
+				// checks.
+				n, kl, v := len(b), len(t.Key), t.Value
+				if cap(b)-n < tracing.KnownKeySlot+len(v) {
+					b = slices.Grow(b, tracing.KnownKeySlot+len(v))
+				}
+				d := (*[tracing.KnownKeySlot]byte)(b[n : n+tracing.KnownKeySlot])
+				binary.LittleEndian.PutUint64(d[0:], kv[0]|uint64(6+kl+len(v))<<8)
+				binary.LittleEndian.PutUint64(d[8:], kv[1])
+				binary.LittleEndian.PutUint64(d[16:], kv[2])
+				binary.LittleEndian.PutUint64(d[24:], kv[3])
+				d[(kl+5)&(tracing.KnownKeySlot-1)] = byte(2 + len(v))
+				d[(kl+7)&(tracing.KnownKeySlot-1)] = byte(len(v))
+				b = append(b[:n+kl+8], v...)
+				continue
+			}
+		}
 		b = appendKV(b, fieldSpanAttrs, t.Key, t.Value)
 	}
 	return b
 }
+
+// maxShortKnownValue bounds the values a known key's KeyValue is written
+// for from its table (appendTags): with any known key, the KeyValue is
+// then short (appendKV's common case), each of its lengths a byte.
+const maxShortKnownValue = maxShortKV - tracing.MaxKnownKeyLen
+
+// knownKVs are the span attributes of the known keys
+// (tracing.KnownKey) as appendKV writes them, up to the value, with the
+// three lengths that depend on the value left zero: the KeyValue's, the
+// AnyValue's and the string's; each in the four words of a slot. Made
+// once, never written.
+var knownKVs = func() (kvs [tracing.NumKnownKeys][tracing.KnownKeySlot / 8]uint64) {
+	for k := range kvs {
+		name := tracing.KnownKeyName(tracing.KnownKey(k))
+		var slot [tracing.KnownKeySlot]byte
+		b := append(slot[:0], fieldSpanAttrs<<3|byte(protowire.BytesType), 0,
+			fieldKey<<3|byte(protowire.BytesType), byte(len(name)))
+		b = append(b, name...)
+		_ = append(b, fieldValue<<3|byte(protowire.BytesType), 0,
+			fieldStringValue<<3|byte(protowire.BytesType), 0)
+		for i := range kvs[k] {
+			kvs[k][i] = binary.LittleEndian.Uint64(slot[8*i:])
+		}
+	}
+	return kvs
+}()
 
 // encodeTag is a span attribute's KeyValue as appendSpan writes it
 // (tracing.TagEncoder).
