@@ -218,7 +218,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		local:    d.local,
 		assigned: assignmentPolicy{factor: s.lb.OverprovisioningFactor, weighted: s.lb.WeightedPriorityHealth},
 	}
-	c.extra.init(scope)
+	extra := c.extra.init(scope, s.eds != nil)
 	c.stats.Tracked = upstream.NewTrackedStats(scope, s.track.timeoutBudgets, s.track.sizes)
 	c.setDropOverload(s.drop)
 	if d.zones != nil {
@@ -259,7 +259,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		priorities = [][]*upstream.Host{nil}
 	}
 	if s.eds != nil {
-		c.eds = newEDSState(newEDSStats(scope, c.extra.update))
+		c.eds = newEDSState(newEDSStats(scope, extra, c.extra.update))
 	}
 	c.lookup = d.lookup
 	switch {

@@ -30,17 +30,18 @@ type EDSStats struct {
 	empty, timeoutReceived, stale stats.LazyCounter
 }
 
-// newEDSStats makes an EDS cluster's subscription stats beside the
-// cluster's own (update, its config update counters).
-func newEDSStats(scope stats.Scope, update dnscluster.Stats) *EDSStats {
+// newEDSStats takes an EDS cluster's subscription stats from the block
+// of its other stats (b, of extraEDSTemplate; update, its config update
+// counters) and makes version_text beside them.
+func newEDSStats(scope stats.Scope, b stats.Block, update dnscluster.Stats) *EDSStats {
 	return &EDSStats{
 		Attempt:          update.UpdateAttempt,
 		Success:          update.UpdateSuccess,
 		Failure:          update.UpdateFailure,
-		Rejected:         scope.Counter("update_rejected"),
-		InitFetchTimeout: scope.Counter("init_fetch_timeout"),
-		Version:          scope.Gauge("version"),
-		UpdateTime:       scope.Gauge("update_time"),
+		Rejected:         b.Counter(tEDSRejected),
+		InitFetchTimeout: b.Counter(tEDSInitFetchTimeout),
+		Version:          b.Gauge(tVersion),
+		UpdateTime:       b.Gauge(tEDSUpdate),
 		VersionText:      scope.TextReadout("version_text"),
 		scope:            scope,
 	}

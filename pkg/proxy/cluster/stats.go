@@ -93,14 +93,62 @@ const (
 	tUpdateFailure
 	tUpdateNoRebuild
 	// The extraCounter ones follow, declared, then the declared stats of
-	// extraDeclared and the two gauges.
+	// extraDeclared, the two gauges (tVersion is the first), and in
+	// extraEDSTemplate the EDS subscription's stats (tEDSRejected on).
 )
 
 // extraTemplate is the stats extraStats.init makes under every cluster's
-// scope, as one block (see stats.Template). It is never modified.
-var extraTemplate = newExtraTemplate()
+// scope, as one block (see stats.Template); extraEDSTemplate is the same
+// with an EDS cluster's subscription stats (see newEDSStats) after them.
+// An EDS cluster makes its stats in that one block: made one by one
+// after the cluster's blocks, its few subscription stats each went
+// through the store's young map and were merged into the scope's long
+// list once more (about a tenth of a CDS update of 10,000 EDS
+// clusters). They are never modified.
+var (
+	extraTemplate    = newExtraTemplate(false)
+	extraEDSTemplate = newExtraTemplate(true)
+)
 
-func newExtraTemplate() *stats.Template {
+// The positions of the gauge version, then of the EDS subscription's
+// stats in extraEDSTemplate: update_rejected, init_fetch_timeout and
+// update_time.
+var (
+	tVersion                         = tUpdateNoRebuild + 1 + int(numExtraCounters) + len(extraDeclared)
+	tEDSRejected                     = tVersion + 2
+	tEDSInitFetchTimeout, tEDSUpdate = tEDSRejected + 1, tEDSRejected + 2
+)
+
+// extraDeclared are the counters Envoy creates in every cluster's traffic
+// stats that stay at zero here: EDS's own (which its subscription counts
+// by name when the cluster has one), those of features refused or absent
+// (HTTP/3 and 0-RTT, max_connection_pools, the cluster's
+// max_connection_duration, maintenance mode, upstream read pauses, which
+// Go's blocking reads do not have), or those another part counts by the
+// same name (the TCP proxy's attempts, the ORIGINAL_DST cluster's invalid
+// headers). Declared, they cost 8 bytes each until something asks for
+// them.
+var extraDeclared = []string{
+	"update_empty",
+	"assignment_stale",
+	"assignment_timeout_received",
+	"assignment_use_cached",
+	"original_dst_host_invalid",
+	"upstream_cx_connect_attempts_exceeded",
+	"upstream_cx_connect_with_0_rtt",
+	"upstream_cx_http3_total",
+	"upstream_cx_max_duration_reached",
+	"upstream_cx_pool_overflow",
+	"upstream_flow_control_backed_up_total",
+	"upstream_flow_control_drained_total",
+	"upstream_flow_control_paused_reading_total",
+	"upstream_flow_control_resumed_reading_total",
+	"upstream_rq_0rtt",
+	"upstream_rq_maintenance_mode",
+	"upstream_http3_broken",
+}
+
+func newExtraTemplate(eds bool) *stats.Template {
 	ts := []stats.TemplateStat{
 		tMaxHostWeight:   stats.GaugeStat("max_host_weight"),
 		tUpdateAttempt:   stats.CounterStat("update_attempt"),
@@ -111,44 +159,25 @@ func newExtraTemplate() *stats.Template {
 	for i := range numExtraCounters {
 		ts = append(ts, stats.DeclaredCounterStat(i.name()))
 	}
-	// declared are the counters Envoy creates in every cluster's traffic
-	// stats that stay at zero here: EDS's own (which its subscription counts
-	// by name when the cluster has one), those of features refused or absent
-	// (HTTP/3 and 0-RTT, max_connection_pools, the cluster's
-	// max_connection_duration, maintenance mode, upstream read pauses, which
-	// Go's blocking reads do not have), or those another part counts by the
-	// same name (the TCP proxy's attempts, the ORIGINAL_DST cluster's invalid
-	// headers). Declared, they cost 8 bytes each until something asks for
-	// them.
-	declared := []string{
-		"update_empty",
-		"assignment_stale",
-		"assignment_timeout_received",
-		"assignment_use_cached",
-		"original_dst_host_invalid",
-		"upstream_cx_connect_attempts_exceeded",
-		"upstream_cx_connect_with_0_rtt",
-		"upstream_cx_http3_total",
-		"upstream_cx_max_duration_reached",
-		"upstream_cx_pool_overflow",
-		"upstream_flow_control_backed_up_total",
-		"upstream_flow_control_drained_total",
-		"upstream_flow_control_paused_reading_total",
-		"upstream_flow_control_resumed_reading_total",
-		"upstream_rq_0rtt",
-		"upstream_rq_maintenance_mode",
-		"upstream_http3_broken",
-	}
-	for _, name := range declared {
+	for _, name := range extraDeclared {
 		ts = append(ts, stats.DeclaredCounterStat(name))
 	}
 	ts = append(ts, stats.GaugeStat("version"), stats.GaugeStat("warming_state"))
+	if eds {
+		ts = append(ts, stats.CounterStat("update_rejected"), stats.CounterStat("init_fetch_timeout"), stats.GaugeStat("update_time"))
+	}
 	return stats.NewTemplate(ts...)
 }
 
-// init creates, or declares, the stats under the cluster's scope.
-func (e *extraStats) init(scope stats.Scope) {
-	b := scope.NewBlock(extraTemplate)
+// init creates, or declares, the stats under the cluster's scope, with
+// an EDS cluster's subscription stats when eds is set, and returns their
+// block.
+func (e *extraStats) init(scope stats.Scope, eds bool) stats.Block {
+	tmpl := extraTemplate
+	if eds {
+		tmpl = extraEDSTemplate
+	}
+	b := scope.NewBlock(tmpl)
 	e.maxHostWeight = b.Gauge(tMaxHostWeight)
 	e.update = dnscluster.Stats{
 		UpdateAttempt:   b.Counter(tUpdateAttempt),
@@ -156,4 +185,5 @@ func (e *extraStats) init(scope stats.Scope) {
 		UpdateFailure:   b.Counter(tUpdateFailure),
 		UpdateNoRebuild: b.Counter(tUpdateNoRebuild),
 	}
+	return b
 }

@@ -32,7 +32,7 @@ func BenchmarkClusterStatsPerCluster(b *testing.B) {
 			newResources(scope, name, [numPriorities]Thresholds{}, [numPriorities]perHostLimit{}, nil, time.Now)
 			lb.NewStats(scope, false)
 			var e extraStats
-			e.init(scope)
+			e.init(scope, false)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/clusters, "ns/cluster")

@@ -264,6 +264,12 @@ func (s *Store) mergePending(adds *[]childAdd) {
 // reordered. The caller holds s.mu.
 func (s *Store) mergeChildren(adds []childAdd, list func(*prefixNode) *atomic.Pointer[[]uint32]) {
 	s.sortAdds(adds)
+	s.mergeSorted(adds, list)
+}
+
+// mergeSorted is mergeChildren for adds already grouped by node, each
+// node's in walk order.
+func (s *Store) mergeSorted(adds []childAdd, list func(*prefixNode) *atomic.Pointer[[]uint32]) {
 	for len(adds) > 0 {
 		node := adds[0].node
 		j := 1
@@ -343,7 +349,17 @@ func (s *Store) groupByNode(adds []childAdd) []sortKey {
 	clear(g.index)
 	g.counts = g.counts[:0]
 	if g.index == nil {
-		g.index = map[uint32]int32{}
+		// Sized for the runs of adds, which bound the nodes: grown one
+		// insertion at a time, the map of a first render after a CDS
+		// update (tens of thousands of nodes) was rehashed a dozen times.
+		runs, last := 0, adds[0].node+1
+		for _, a := range adds {
+			if a.node != last {
+				runs++
+				last = a.node
+			}
+		}
+		g.index = make(map[uint32]int32, runs)
 	}
 	// Each add's group, by runs of one node.
 	g.of = g.of[:0]

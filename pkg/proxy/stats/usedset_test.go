@@ -259,3 +259,79 @@ func TestConcurrentFirstUse(t *testing.T) {
 		t.Errorf("usedonly walk (-scan +index):\n%s", diff)
 	}
 }
+
+// TestUsedListsBothWays checks the used lists when mergeUsed takes a
+// node's queued children both ways (see usedScanRatio): a scope with one
+// or two of its many stats first used (each searched for), one with many
+// (its list read once), after the scope's stats were made one by one or
+// as a block, over several renders with more first uses between them.
+func TestUsedListsBothWays(t *testing.T) {
+	names := make([]TemplateStat, 0, 120)
+	for i := range 40 {
+		names = append(names, CounterStat(fmt.Sprintf("c%02d", i)), GaugeStat(fmt.Sprintf("g%02d", i)), HistogramStat(fmt.Sprintf("h%02d", i), UnitMilliseconds))
+	}
+	tmpl := NewTemplate(names...)
+	s := NewStore()
+	type scope struct {
+		sc    Scope
+		block bool
+	}
+	var scopes []scope
+	for i := range 60 {
+		sc := s.Scope(fmt.Sprintf("cluster.s%02d.", i))
+		if i%2 == 0 {
+			sc.NewBlock(tmpl)
+		} else {
+			for _, st := range names {
+				switch st.kind {
+				case KindCounter:
+					sc.Counter(st.name)
+				case KindGauge:
+					sc.Gauge(st.name)
+				case KindHistogram:
+					sc.Histogram(st.name, UnitMilliseconds)
+				}
+			}
+		}
+		scopes = append(scopes, scope{sc, i%2 == 0})
+	}
+	// Each round uses, in each scope, none, one, a few or many of its
+	// stats not used yet, in an order of their own.
+	seed := uint32(1)
+	next := func(n int) int {
+		seed = seed*1664525 + 1013904223
+		return int(seed>>8) % n
+	}
+	for round := range 5 {
+		for i, sc := range scopes {
+			var n int
+			switch (i + round) % 4 {
+			case 1:
+				n = 1
+			case 2:
+				n = 3
+			case 3:
+				n = 40
+			}
+			for range n {
+				st := names[next(len(names))]
+				switch st.kind {
+				case KindCounter:
+					sc.sc.Counter(st.name).Inc()
+				case KindGauge:
+					sc.sc.Gauge(st.name).Set(1)
+				case KindHistogram:
+					sc.sc.Histogram(st.name, UnitMilliseconds).Record(1)
+				}
+			}
+		}
+		want := usedByScan(t, s)
+		got := visitNames(t, s, VisitOptions{UsedOnly: true})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("round %d: usedonly walk (-scan +index):\n%s", round, diff)
+		}
+		if round == 0 && len(want) == 0 {
+			t.Fatal("nothing used")
+		}
+	}
+}
