@@ -43,6 +43,9 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.preresolve_hostnames":           {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_query_timeout":              {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers.max_pending_requests":  {},
+	// resolved_address_filter: the AddressMatcher's fields are listed
+	// with the route's (support_route.go).
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.resolved_address_filter": {},
 	// key_value_config: the resolutions kept in a key-value store
 	// (envoy.key_value.file_based), loaded when the cache is made.
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.key_value_config":     {},

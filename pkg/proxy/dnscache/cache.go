@@ -365,6 +365,11 @@ func (c *Cache) finish(h *Host, res dns.Result, timedOut bool) {
 	} else {
 		c.st.querySuccess.Inc()
 	}
+	// The query itself succeeded (counted above); an answer whose every
+	// address is filtered out is then a failed resolution.
+	if n := c.cfg.filter.apply(&res); n > 0 {
+		c.st.addressFilterOut.Add(uint64(n))
+	}
 	failed := res.Status == dns.Failed || len(res.Addresses) == 0
 	details := strings.Join(strings.Fields(res.Details), "_")
 	if failed {

@@ -56,6 +56,8 @@ type Config struct {
 	Resolver dns.Spec
 	// KeyValue is key_value_config's store, nil for none.
 	KeyValue *filebased.Config
+	// filter is resolved_address_filter, nil for none.
+	filter *addressFilter
 	// source is the configuration, to compare caches of one name.
 	source *dfpcommonv3.DnsCacheConfig
 }
@@ -137,12 +139,16 @@ func Compile(c *dfpcommonv3.DnsCacheConfig, reg *extension.Registry) (*Config, [
 			errs = append(errs, err)
 		}
 	}
+	if f := c.GetResolvedAddressFilter(); f != nil {
+		var ferrs []error
+		cfg.filter, ferrs = compileAddressFilter(f)
+		errs = append(errs, ferrs...)
+	}
 	// The support check refuses these first; a cache never runs with a
 	// setting it would ignore.
 	for path, set := range map[string]bool{
 		"use_tcp_for_dns_lookups": c.GetUseTcpForDnsLookups(),
 		"dns_resolution_config":   c.GetDnsResolutionConfig() != nil,
-		"resolved_address_filter": c.GetResolvedAddressFilter() != nil,
 	} {
 		if set {
 			errs = append(errs, fieldpath.Errorf(path, "not supported by Outrigger (see docs/compat.md)"))
