@@ -276,6 +276,7 @@ func newDNSCaches(o Options) *dnscache.Manager {
 		Resolver:   func() dns.Resolver { return spec.New(env) },
 		Env:        env,
 		Log:        o.Log,
+		Runtime:    o.Runtime,
 		Now:        o.Now,
 		Rand:       o.Rand,
 	})

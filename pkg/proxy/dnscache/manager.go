@@ -15,6 +15,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/keyvalue/filebased"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -32,6 +33,10 @@ type Options struct {
 	// Extensions are the DNS resolver extensions a cache's
 	// typed_dns_resolver_config may name.
 	Extensions *extension.Registry
+	// Runtime returns the runtime's current snapshot (nil: no runtime),
+	// whose key dns_cache.<name>.circuit_breakers overrides a cache's
+	// max_pending_requests.
+	Runtime func() *runtime.Snapshot
 	// Now is the clock (nil: time.Now); Rand draws the back-off's jitter.
 	Now  func() time.Time
 	Rand func() uint64
@@ -83,12 +88,16 @@ func (m *Manager) Get(cfg *Config) (*Cache, error) {
 		cfg:      cfg,
 		resolver: r,
 		st:       newCacheStats(m.o.Stats, cfg.Name, cfg.MaxPending),
-		log:      m.o.Log,
-		now:      m.o.Now,
-		rand:     m.o.Rand,
-		ctx:      ctx,
-		stop:     stop,
-		hosts:    map[string]*Host{},
+		rt:       m.o.Runtime,
+		// Envoy's key, the breakers' stat prefix without a limit's name:
+		// the cache has only the one limit.
+		pendingKey: "dns_cache." + cfg.Name + ".circuit_breakers",
+		log:        m.o.Log,
+		now:        m.o.Now,
+		rand:       m.o.Rand,
+		ctx:        ctx,
+		stop:       stop,
+		hosts:      map[string]*Host{},
 	}
 	if cfg.KeyValue != nil {
 		c.kv = filebased.Open(cfg.KeyValue, m.o.Log, nil)
