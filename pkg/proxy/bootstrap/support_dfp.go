@@ -6,8 +6,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // cache, the dynamic_forward_proxy cluster type, the HTTP filter, the SNI
 // network filter, and sni_cluster (which has no field). Not implemented,
 // so refused with their path: the sub-clusters' preresolve_clusters and
-// dns_cluster_config (by the cluster builder), the cache's
-// resolved_address_filter and deprecated resolver fields.
+// dns_cluster_config (by the cluster builder).
 var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	// Custom cluster types (cluster_type); the builder refuses the ones
 	// Outrigger does not build.
@@ -40,9 +39,15 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_failure_refresh_rate":       {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_cache_circuit_breaker":      {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.typed_dns_resolver_config":      {},
-	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.preresolve_hostnames":           {},
-	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_query_timeout":              {},
-	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers.max_pending_requests":  {},
+	// The deprecated resolver fields, read as Envoy reads them (with a
+	// deprecation warning): dns_resolution_config is a c-ares resolver;
+	// use_tcp_for_dns_lookups applies to the c-ares resolver a cache
+	// without either builds when the bootstrap has no typed resolver.
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_resolution_config":         {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.use_tcp_for_dns_lookups":       {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.preresolve_hostnames":          {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_query_timeout":             {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers.max_pending_requests": {},
 	// resolved_address_filter: the AddressMatcher's fields are listed
 	// with the route's (support_route.go).
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.resolved_address_filter": {},

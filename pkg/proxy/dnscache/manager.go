@@ -26,6 +26,12 @@ type Options struct {
 	// Resolver builds the resolver of the caches without one of their
 	// own: the server's (the bootstrap's typed_dns_resolver_config).
 	Resolver func() dns.Resolver
+	// ServerUntyped is set when the bootstrap has no
+	// typed_dns_resolver_config with a typed_config: a cache without
+	// resolver settings then builds c-ares of its own with its
+	// use_tcp_for_dns_lookups (Config.Legacy) rather than the server's
+	// resolver, as Envoy's DNS cache chooses.
+	ServerUntyped bool
 	// Env is what the caches' own resolvers are built with.
 	Env dns.Env
 	// Log is the "forward_proxy" component logger.
@@ -78,9 +84,12 @@ func (m *Manager) Get(cfg *Config) (*Cache, error) {
 		return c, nil
 	}
 	var r dns.Resolver
-	if cfg.Resolver != nil {
+	switch {
+	case cfg.Resolver != nil:
 		r = cfg.Resolver.New(m.o.Env)
-	} else {
+	case m.o.ServerUntyped && cfg.Legacy != nil:
+		r = cfg.Legacy.New(m.o.Env)
+	default:
 		r = m.o.Resolver()
 	}
 	ctx, stop := context.WithCancel(context.Background())
