@@ -5,8 +5,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedDFP lists the fields of the dynamic forward proxy: its DNS
 // cache, the dynamic_forward_proxy cluster type, the HTTP filter, the SNI
 // network filter, and sni_cluster (which has no field). Not implemented,
-// so refused with their path: the sub-clusters' preresolve_clusters and
-// dns_cluster_config (by the cluster builder).
+// so refused with its path: the sub-clusters' dns_cluster_config (by the
+// cluster builder).
 var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	// Custom cluster types (cluster_type); the builder refuses the ones
 	// Outrigger does not build.
@@ -19,8 +19,8 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.dns_cache_config":               {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_insecure_cluster_options": {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_coalesced_connections":    {},
-	// Sub-clusters (preresolve_clusters and dns_cluster_config are
-	// refused by the cluster builder).
+	// Sub-clusters (dns_cluster_config is refused by the cluster
+	// builder; preresolve_clusters are made when the cluster starts).
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.sub_clusters_config":     {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.lb_policy":           {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.max_sub_clusters":    {},

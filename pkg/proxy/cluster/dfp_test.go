@@ -51,9 +51,9 @@ func TestDynamicForwardProxyClusterErrors(t *testing.T) {
 			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {lb_policy: CLUSTER_PROVIDED}", 1),
 			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.lb_policy: unsupported lb_policy 'CLUSTER_PROVIDED' in sub_cluster_config",
 		},
-		"preresolved sub clusters": {
-			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {preresolve_clusters: [{address: a.test, port_value: 80}]}", 1),
-			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.preresolve_clusters: not supported",
+		"preresolved sub cluster without a port": {
+			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {preresolve_clusters: [{address: a.test, port_value: 80}, {address: b.test}]}", 1),
+			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.preresolve_clusters[1].port_value: must be a port (1 to 65535)",
 		},
 		"sub clusters of the DNS cluster extension": {
 			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {dns_cluster_config: {}}", 1),

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -35,6 +36,15 @@ type subClusterSettings struct {
 	lbPolicy clusterv3.Cluster_LbPolicy
 	max      int
 	ttl      time.Duration
+	// preresolve are preresolve_clusters: the sub-clusters made when the
+	// cluster starts, before any request asks for them.
+	preresolve []subClusterAddr
+}
+
+// subClusterAddr is the host and port of a sub-cluster.
+type subClusterAddr struct {
+	host string
+	port uint16
 }
 
 // buildSubClusters checks a sub_clusters_config. Errors are relative to
@@ -57,8 +67,17 @@ func buildSubClusters(sc *dfpclusterv3.SubClustersConfig) (*subClusterSettings, 
 			s.ttl = d.AsDuration().Truncate(time.Millisecond)
 		}
 	}
-	if len(sc.GetPreresolveClusters()) > 0 {
-		errs = append(errs, configErrorf(path+".preresolve_clusters", "not supported by Outrigger yet (see docs/compat.md)"))
+	for i, sa := range sc.GetPreresolveClusters() {
+		p := fmt.Sprintf("%s.preresolve_clusters[%d]", path, i)
+		if sa.GetAddress() == "" {
+			errs = append(errs, configErrorf(p+".address", "required"))
+			continue
+		}
+		if sa.GetPortValue() == 0 || sa.GetPortValue() > 65535 {
+			errs = append(errs, configErrorf(p+".port_value", "must be a port (1 to 65535)"))
+			continue
+		}
+		s.preresolve = append(s.preresolve, subClusterAddr{host: sa.GetAddress(), port: uint16(sa.GetPortValue())})
 	}
 	if sc.GetDnsClusterConfig() != nil {
 		errs = append(errs, configErrorf(path+".dns_cluster_config", "not supported by Outrigger yet (see docs/compat.md)"))
@@ -158,7 +177,11 @@ func newDFPSubClusters(parent *Cluster, cfg *subClusterSettings, host subCluster
 	return &dfpSubClusters{parent: parent, cfg: cfg, host: host, now: now, byName: map[string]*subClusterEntry{}}
 }
 
-// start arms the idle timer (Envoy's checkIdleSubCluster).
+// start arms the idle timer (Envoy's checkIdleSubCluster) and makes the
+// preresolve_clusters sub-clusters, as Envoy's cluster does when it is
+// created: each counts against max_sub_clusters and expires like the
+// others once unused for the TTL. They are made on a goroutine: the
+// caller may hold the manager's locks, which adding a sub-cluster takes.
 func (d *dfpSubClusters) start() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -166,6 +189,13 @@ func (d *dfpSubClusters) start() {
 		return
 	}
 	d.timer = time.AfterFunc(d.cfg.ttl, d.checkIdle)
+	if len(d.cfg.preresolve) > 0 {
+		go func() {
+			for _, a := range d.cfg.preresolve {
+				d.parent.loadSubCluster(a.host, a.port)
+			}
+		}()
+	}
 }
 
 // stop ends the timer and forgets the sub-clusters; the caller removes
@@ -227,11 +257,17 @@ func (c *Cluster) UsesSubClusters() bool { return c.subs != nil }
 // sub-cluster being made returns upstream.SubClusterWarming and the channel that
 // closes once it serves.
 func (c *Cluster) LoadSubCluster(raw string, defaultPort uint16) (<-chan struct{}, upstream.SubClusterStatus) {
-	d := c.subs
-	if d == nil {
+	if c.subs == nil {
 		return nil, upstream.SubClusterFailed
 	}
 	host, port := subClusterTarget(raw, defaultPort)
+	return c.loadSubCluster(host, port)
+}
+
+// loadSubCluster finds or makes the sub-cluster of host:port (see
+// LoadSubCluster).
+func (c *Cluster) loadSubCluster(host string, port uint16) (<-chan struct{}, upstream.SubClusterStatus) {
+	d := c.subs
 	name := SubClusterName(host, port)
 	now := d.now().UnixNano()
 	d.mu.Lock()
