@@ -50,3 +50,30 @@ var _ = Describe("Dynamic forward proxy sub_clusters_config.preresolve_clusters"
 		Expect(statValue(s, "cluster."+subAlpha+".upstream_rq_total")).To(Equal("1"))
 	})
 })
+
+var _ = Describe("Dynamic forward proxy sub_clusters_config.dns_cluster_config", func() {
+	It("makes sub-clusters of the DNS cluster extension, resolving with its settings rather than the parent's", func() {
+		dns := startDNSServer()
+		lns, up := listenSamePort("127.0.0.1")
+		serveHost(lns[0], "A", nil)
+		dns.set("alpha.test", "127.0.0.1")
+
+		dir := newDir()
+		port := freePort()
+		// The parent has no resolver of its own: only dns_cluster_config
+		// names the test's DNS server.
+		parent := fmt.Sprintf(`{name: dfp, connect_timeout: 2s, lb_policy: CLUSTER_PROVIDED,
+			cluster_type: {name: envoy.clusters.dynamic_forward_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig,
+				sub_clusters_config: {dns_cluster_config: {dns_lookup_family: V4_ONLY, typed_dns_resolver_config: %s}}}}}`, caresResolver(dns.port, ""))
+		s := Start(dir, bootstrapOf(
+			[]string{subClustersListener("front", port, "sub_cluster_config: {cluster_init_timeout: 5s}", "dfp", filepath.Join(dir, "access.log"))},
+			[]string{parent}))
+
+		alpha := fmt.Sprintf("alpha.test:%d", up)
+		code, body := dfpRequest(port, alpha, "/")
+		Expect(code).To(Equal(200), body)
+		Expect(body).To(Equal("A host=" + alpha + " sni=-"))
+		Expect(hostLine(s.Get("/clusters").Body, "DFPCluster:"+alpha, fmt.Sprintf("127.0.0.1:%d", up), "hostname")).To(Equal("alpha.test"))
+		Expect(s.Get("/config_dump?resource=dynamic_active_clusters").Body).To(ContainSubstring("envoy.extensions.clusters.dns.v3.DnsCluster"))
+	})
+})

@@ -4,9 +4,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedDFP lists the fields of the dynamic forward proxy: its DNS
 // cache, the dynamic_forward_proxy cluster type, the HTTP filter, the SNI
-// network filter, and sni_cluster (which has no field). Not implemented,
-// so refused with its path: the sub-clusters' dns_cluster_config (by the
-// cluster builder).
+// network filter, and sni_cluster (which has no field).
 var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	// Custom cluster types (cluster_type); the builder refuses the ones
 	// Outrigger does not build.
@@ -19,8 +17,9 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.dns_cache_config":               {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_insecure_cluster_options": {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_coalesced_connections":    {},
-	// Sub-clusters (dns_cluster_config is refused by the cluster
-	// builder; preresolve_clusters are made when the cluster starts).
+	// Sub-clusters: preresolve_clusters are made when the cluster
+	// starts; with dns_cluster_config (a DnsCluster, whose fields are
+	// listed with the cluster's) they are of the DNS cluster extension.
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.sub_clusters_config":     {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.lb_policy":           {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.max_sub_clusters":    {},

@@ -15,6 +15,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -24,6 +25,10 @@ const (
 	defaultMaxSubClusters = 1024
 	defaultSubClusterTTL  = 5 * time.Minute
 )
+
+// dnsClusterExtension is the DNS cluster extension's name, which
+// sub-clusters of dns_cluster_config name in their cluster_type.
+const dnsClusterExtension = "envoy.cluster.dns"
 
 // SubClusterPrefix starts the name of every sub-cluster of a dynamic
 // forward proxy cluster: DFPCluster:<host>:<port>, as Envoy names them.
@@ -39,6 +44,10 @@ type subClusterSettings struct {
 	// preresolve are preresolve_clusters: the sub-clusters made when the
 	// cluster starts, before any request asks for them.
 	preresolve []subClusterAddr
+	// dnsCluster is dns_cluster_config: the sub-clusters are then of the
+	// DNS cluster extension with these settings rather than STRICT_DNS
+	// copies of the parent's DNS fields; nil for none.
+	dnsCluster *anypb.Any
 }
 
 // subClusterAddr is the host and port of a sub-cluster.
@@ -79,8 +88,12 @@ func buildSubClusters(sc *dfpclusterv3.SubClustersConfig) (*subClusterSettings, 
 		}
 		s.preresolve = append(s.preresolve, subClusterAddr{host: sa.GetAddress(), port: uint16(sa.GetPortValue())})
 	}
-	if sc.GetDnsClusterConfig() != nil {
-		errs = append(errs, configErrorf(path+".dns_cluster_config", "not supported by Outrigger yet (see docs/compat.md)"))
+	if dc := sc.GetDnsClusterConfig(); dc != nil {
+		a, err := anypb.New(dc)
+		if err != nil {
+			errs = append(errs, configErrorf(path+".dns_cluster_config", "%v", err))
+		}
+		s.dnsCluster = a
 	}
 	return s, errs
 }
@@ -94,8 +107,15 @@ func buildSubClusters(sc *dfpclusterv3.SubClustersConfig) (*subClusterSettings, 
 func subClusterConfig(parent *clusterv3.Cluster, sub *subClusterSettings, autoSNI bool, name, host string, port uint16) *clusterv3.Cluster {
 	cfg := proto.Clone(parent).(*clusterv3.Cluster)
 	cfg.Name = name
-	// The type replaces cluster_type (one oneof).
+	// The type replaces cluster_type (one oneof): STRICT_DNS, or the DNS
+	// cluster extension with dns_cluster_config, whose settings then
+	// replace the parent's DNS fields.
 	cfg.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+	if sub.dnsCluster != nil {
+		cfg.ClusterDiscoveryType = &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
+			Name: dnsClusterExtension, TypedConfig: sub.dnsCluster,
+		}}
+	}
 	cfg.LbPolicy = sub.lbPolicy
 	//lint:ignore SA1019 Envoy sets the legacy field, as the configuration shows it
 	if autoSNI && cfg.GetUpstreamHttpProtocolOptions() == nil {

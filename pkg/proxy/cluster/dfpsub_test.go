@@ -185,3 +185,31 @@ func TestPreresolvedSubClusters(t *testing.T) {
 		t.Errorf("cluster_added %d, want 3 (the parent and two sub-clusters)", got)
 	}
 }
+
+func TestSubClustersOfTheDNSClusterExtension(t *testing.T) {
+	r := &scriptedResolver{}
+	r.set("a.test", ips("127.0.0.1", "127.0.0.2"))
+	m, _ := subManager(t, subYAML("dns_cluster_config: {all_addresses_in_single_endpoint: true, dns_refresh_rate: 30s}", ""), r)
+	m.Start()
+	ready, st := m.Cluster("dfp").LoadSubCluster("a.test:8080", 80)
+	if st == upstream.SubClusterWarming {
+		select {
+		case <-ready:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the sub-cluster never served")
+		}
+	}
+	sub := m.Cluster("DFPCluster:a.test:8080")
+	if sub == nil {
+		t.Fatal("no sub-cluster")
+	}
+	cfg := sub.DiscoveredConfig()
+	if cfg.GetClusterType().GetName() != "envoy.cluster.dns" || cfg.GetClusterType().GetTypedConfig() == nil {
+		t.Fatalf("sub-cluster type %v", cfg.GetClusterType())
+	}
+	// all_addresses_in_single_endpoint: the extension's LOGICAL_DNS, one
+	// host of the first address.
+	if got := hostAddrs(sub); len(got) != 1 || got[0] != "127.0.0.1:8080 a.test" {
+		t.Errorf("sub-cluster hosts %v, want the one logical host", got)
+	}
+}
