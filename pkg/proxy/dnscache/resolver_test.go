@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the deprecated resolver fields are the subject of these tests
+
 package dnscache
 
 import (
