@@ -22,6 +22,8 @@ type dnsServer struct {
 	port    int
 	silent  atomic.Bool // drop every query: the sidecar's attempts time out
 	queries atomic.Int64
+	// tcpQueries counts the queries that came over TCP.
+	tcpQueries atomic.Int64
 
 	mu      sync.Mutex
 	records map[string][]string // lower-case FQDN -> IPv4 addresses
@@ -72,6 +74,9 @@ func (d *dnsServer) Stop() {
 
 func (d *dnsServer) serve(w mdns.ResponseWriter, r *mdns.Msg) {
 	d.queries.Add(1)
+	if w.RemoteAddr().Network() == "tcp" {
+		d.tcpQueries.Add(1)
+	}
 	if d.silent.Load() || len(r.Question) != 1 {
 		return
 	}

@@ -4,10 +4,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedDFP lists the fields of the dynamic forward proxy: its DNS
 // cache, the dynamic_forward_proxy cluster type, the HTTP filter, the SNI
-// network filter, and sni_cluster (which has no field). Not implemented,
-// so refused with their path: the sub-clusters' preresolve_clusters and
-// dns_cluster_config (by the cluster builder), the cache's
-// resolved_address_filter and deprecated resolver fields.
+// network filter, and sni_cluster (which has no field).
 var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	// Custom cluster types (cluster_type); the builder refuses the ones
 	// Outrigger does not build.
@@ -20,8 +17,9 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.dns_cache_config":               {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_insecure_cluster_options": {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_coalesced_connections":    {},
-	// Sub-clusters (preresolve_clusters and dns_cluster_config are
-	// refused by the cluster builder).
+	// Sub-clusters: preresolve_clusters are made when the cluster
+	// starts; with dns_cluster_config (a DnsCluster, whose fields are
+	// listed with the cluster's) they are of the DNS cluster extension.
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.sub_clusters_config":     {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.lb_policy":           {},
 	"envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig.max_sub_clusters":    {},
@@ -40,9 +38,18 @@ var supportedDFP = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_failure_refresh_rate":       {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_cache_circuit_breaker":      {},
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.typed_dns_resolver_config":      {},
-	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.preresolve_hostnames":           {},
-	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_query_timeout":              {},
-	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers.max_pending_requests":  {},
+	// The deprecated resolver fields, read as Envoy reads them (with a
+	// deprecation warning): dns_resolution_config is a c-ares resolver;
+	// use_tcp_for_dns_lookups applies to the c-ares resolver a cache
+	// without either builds when the bootstrap has no typed resolver.
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_resolution_config":         {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.use_tcp_for_dns_lookups":       {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.preresolve_hostnames":          {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_query_timeout":             {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers.max_pending_requests": {},
+	// resolved_address_filter: the AddressMatcher's fields are listed
+	// with the route's (support_route.go).
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.resolved_address_filter": {},
 	// key_value_config: the resolutions kept in a key-value store
 	// (envoy.key_value.file_based), loaded when the cache is made.
 	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.key_value_config":     {},

@@ -256,8 +256,10 @@ func (m *Manager) DNSCaches() *dnscache.Manager {
 }
 
 // newDNSCaches makes the manager's DNS caches: their resolvers, when a
-// cache names none, are the server's (a resolver of its own for each
-// cache, with the server's configuration).
+// cache names none, are the server's when the bootstrap's is a typed one
+// (a resolver of its own for each cache, with the server's
+// configuration), else c-ares with the cache's deprecated
+// use_tcp_for_dns_lookups.
 func newDNSCaches(o Options) *dnscache.Manager {
 	env := o.ResolverEnv
 	if env.Stats == nil {
@@ -271,12 +273,14 @@ func newDNSCaches(o Options) *dnscache.Manager {
 		spec = dns.CaresSpec(dns.CaresOptions{})
 	}
 	return dnscache.NewManager(dnscache.Options{
-		Stats:      o.Stats,
-		Extensions: o.Extensions,
-		Resolver:   func() dns.Resolver { return spec.New(env) },
-		Env:        env,
-		Log:        o.Log,
-		Now:        o.Now,
-		Rand:       o.Rand,
+		Stats:         o.Stats,
+		Extensions:    o.Extensions,
+		Resolver:      func() dns.Resolver { return spec.New(env) },
+		Env:           env,
+		ServerUntyped: o.ResolverUntyped,
+		Log:           o.Log,
+		Runtime:       o.Runtime,
+		Now:           o.Now,
+		Rand:          o.Rand,
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	dnsclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dns/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
@@ -27,7 +28,11 @@ func dfpYAML(cluster, config string) string {
 
 func dfpRegistry(t *testing.T) *extension.Registry {
 	t.Helper()
-	reg, err := extension.New(extension.Of(dnscache.ClusterTypeName, dnscache.ClusterTypeCategory, &dfpclusterv3.ClusterConfig{}, nil))
+	reg, err := extension.New(
+		extension.Of(dnscache.ClusterTypeName, dnscache.ClusterTypeCategory, &dfpclusterv3.ClusterConfig{}, nil),
+		// The DNS cluster extension, which dns_cluster_config's
+		// sub-clusters are of.
+		extension.Of("proxy.clusters.dns", dnscache.ClusterTypeCategory, &dnsclusterv3.DnsCluster{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,13 +56,13 @@ func TestDynamicForwardProxyClusterErrors(t *testing.T) {
 			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {lb_policy: CLUSTER_PROVIDED}", 1),
 			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.lb_policy: unsupported lb_policy 'CLUSTER_PROVIDED' in sub_cluster_config",
 		},
-		"preresolved sub clusters": {
-			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {preresolve_clusters: [{address: a.test, port_value: 80}]}", 1),
-			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.preresolve_clusters: not supported",
+		"preresolved sub cluster without a port": {
+			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {preresolve_clusters: [{address: a.test, port_value: 80}, {address: b.test}]}", 1),
+			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.preresolve_clusters[1].port_value: must be a port (1 to 65535)",
 		},
-		"sub clusters of the DNS cluster extension": {
-			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {dns_cluster_config: {}}", 1),
-			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config.dns_cluster_config: not supported",
+		"sub clusters of the DNS cluster extension with a bad setting": {
+			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {dns_cluster_config: {dns_min_refresh_rate: 0.5s}}", 1),
+			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config: its sub-clusters (STRICT_DNS copies of the cluster) would be refused: cluster_type.typed_config.dns_min_refresh_rate: must be at least 1s",
 		},
 		"sub clusters a STRICT_DNS cluster cannot be": {
 			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {lb_policy: LOAD_BALANCING_POLICY_CONFIG}", 1),

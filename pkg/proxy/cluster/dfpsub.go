@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -23,6 +25,10 @@ const (
 	defaultMaxSubClusters = 1024
 	defaultSubClusterTTL  = 5 * time.Minute
 )
+
+// dnsClusterExtension is the DNS cluster extension's name, which
+// sub-clusters of dns_cluster_config name in their cluster_type.
+const dnsClusterExtension = "envoy.cluster.dns"
 
 // SubClusterPrefix starts the name of every sub-cluster of a dynamic
 // forward proxy cluster: DFPCluster:<host>:<port>, as Envoy names them.
@@ -35,6 +41,19 @@ type subClusterSettings struct {
 	lbPolicy clusterv3.Cluster_LbPolicy
 	max      int
 	ttl      time.Duration
+	// preresolve are preresolve_clusters: the sub-clusters made when the
+	// cluster starts, before any request asks for them.
+	preresolve []subClusterAddr
+	// dnsCluster is dns_cluster_config: the sub-clusters are then of the
+	// DNS cluster extension with these settings rather than STRICT_DNS
+	// copies of the parent's DNS fields; nil for none.
+	dnsCluster *anypb.Any
+}
+
+// subClusterAddr is the host and port of a sub-cluster.
+type subClusterAddr struct {
+	host string
+	port uint16
 }
 
 // buildSubClusters checks a sub_clusters_config. Errors are relative to
@@ -57,11 +76,24 @@ func buildSubClusters(sc *dfpclusterv3.SubClustersConfig) (*subClusterSettings, 
 			s.ttl = d.AsDuration().Truncate(time.Millisecond)
 		}
 	}
-	if len(sc.GetPreresolveClusters()) > 0 {
-		errs = append(errs, configErrorf(path+".preresolve_clusters", "not supported by Outrigger yet (see docs/compat.md)"))
+	for i, sa := range sc.GetPreresolveClusters() {
+		p := fmt.Sprintf("%s.preresolve_clusters[%d]", path, i)
+		if sa.GetAddress() == "" {
+			errs = append(errs, configErrorf(p+".address", "required"))
+			continue
+		}
+		if sa.GetPortValue() == 0 || sa.GetPortValue() > 65535 {
+			errs = append(errs, configErrorf(p+".port_value", "must be a port (1 to 65535)"))
+			continue
+		}
+		s.preresolve = append(s.preresolve, subClusterAddr{host: sa.GetAddress(), port: uint16(sa.GetPortValue())})
 	}
-	if sc.GetDnsClusterConfig() != nil {
-		errs = append(errs, configErrorf(path+".dns_cluster_config", "not supported by Outrigger yet (see docs/compat.md)"))
+	if dc := sc.GetDnsClusterConfig(); dc != nil {
+		a, err := anypb.New(dc)
+		if err != nil {
+			errs = append(errs, configErrorf(path+".dns_cluster_config", "%v", err))
+		}
+		s.dnsCluster = a
 	}
 	return s, errs
 }
@@ -75,8 +107,15 @@ func buildSubClusters(sc *dfpclusterv3.SubClustersConfig) (*subClusterSettings, 
 func subClusterConfig(parent *clusterv3.Cluster, sub *subClusterSettings, autoSNI bool, name, host string, port uint16) *clusterv3.Cluster {
 	cfg := proto.Clone(parent).(*clusterv3.Cluster)
 	cfg.Name = name
-	// The type replaces cluster_type (one oneof).
+	// The type replaces cluster_type (one oneof): STRICT_DNS, or the DNS
+	// cluster extension with dns_cluster_config, whose settings then
+	// replace the parent's DNS fields.
 	cfg.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+	if sub.dnsCluster != nil {
+		cfg.ClusterDiscoveryType = &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
+			Name: dnsClusterExtension, TypedConfig: sub.dnsCluster,
+		}}
+	}
 	cfg.LbPolicy = sub.lbPolicy
 	//lint:ignore SA1019 Envoy sets the legacy field, as the configuration shows it
 	if autoSNI && cfg.GetUpstreamHttpProtocolOptions() == nil {
@@ -158,7 +197,11 @@ func newDFPSubClusters(parent *Cluster, cfg *subClusterSettings, host subCluster
 	return &dfpSubClusters{parent: parent, cfg: cfg, host: host, now: now, byName: map[string]*subClusterEntry{}}
 }
 
-// start arms the idle timer (Envoy's checkIdleSubCluster).
+// start arms the idle timer (Envoy's checkIdleSubCluster) and makes the
+// preresolve_clusters sub-clusters, as Envoy's cluster does when it is
+// created: each counts against max_sub_clusters and expires like the
+// others once unused for the TTL. They are made on a goroutine: the
+// caller may hold the manager's locks, which adding a sub-cluster takes.
 func (d *dfpSubClusters) start() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -166,6 +209,13 @@ func (d *dfpSubClusters) start() {
 		return
 	}
 	d.timer = time.AfterFunc(d.cfg.ttl, d.checkIdle)
+	if len(d.cfg.preresolve) > 0 {
+		go func() {
+			for _, a := range d.cfg.preresolve {
+				d.parent.loadSubCluster(a.host, a.port)
+			}
+		}()
+	}
 }
 
 // stop ends the timer and forgets the sub-clusters; the caller removes
@@ -227,11 +277,17 @@ func (c *Cluster) UsesSubClusters() bool { return c.subs != nil }
 // sub-cluster being made returns upstream.SubClusterWarming and the channel that
 // closes once it serves.
 func (c *Cluster) LoadSubCluster(raw string, defaultPort uint16) (<-chan struct{}, upstream.SubClusterStatus) {
-	d := c.subs
-	if d == nil {
+	if c.subs == nil {
 		return nil, upstream.SubClusterFailed
 	}
 	host, port := subClusterTarget(raw, defaultPort)
+	return c.loadSubCluster(host, port)
+}
+
+// loadSubCluster finds or makes the sub-cluster of host:port (see
+// LoadSubCluster).
+func (c *Cluster) loadSubCluster(host string, port uint16) (<-chan struct{}, upstream.SubClusterStatus) {
+	d := c.subs
 	name := SubClusterName(host, port)
 	now := d.now().UnixNano()
 	d.mu.Lock()

@@ -147,3 +147,69 @@ func TestSubClustersSurviveDiscovery(t *testing.T) {
 		t.Error("cluster discovery removed a sub-cluster")
 	}
 }
+
+func TestPreresolvedSubClusters(t *testing.T) {
+	r := &scriptedResolver{}
+	r.set("a.test", ips("127.0.0.1"))
+	r.set("b.test", ips("127.0.0.2"))
+	r.set("c.test", ips("127.0.0.3"))
+	// Three to make, room for two: the third is left out, as Envoy's
+	// createSubClusterConfig refuses it.
+	m, value := subManager(t, subYAML("max_sub_clusters: 2, preresolve_clusters: [{address: a.test, port_value: 8080}, {address: b.test, port_value: 80}, {address: c.test, port_value: 80}]", ""), r)
+	if m.Cluster("DFPCluster:a.test:8080") != nil {
+		t.Fatal("a sub-cluster before the manager started")
+	}
+	m.Start()
+	deadline := time.Now().Add(10 * time.Second)
+	for m.Cluster("DFPCluster:a.test:8080") == nil || m.Cluster("DFPCluster:b.test:80") == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the preresolved sub-clusters were not made")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := hostAddrs(m.Cluster("DFPCluster:a.test:8080")); len(got) != 1 || got[0] != "127.0.0.1:8080 a.test" {
+		t.Errorf("sub-cluster hosts %v", got)
+	}
+	parent := m.Cluster("dfp")
+	// No request made them: the first pick finds them.
+	if h := parent.PickHost(&upstream.PickContext{Authority: "a.test:8080"}); h == nil || h.Address != "127.0.0.1:8080" {
+		t.Fatalf("pick of a preresolved sub-cluster: %v", h)
+	}
+	if _, st := parent.LoadSubCluster("b.test", 80); st != upstream.SubClusterReady {
+		t.Errorf("load of a preresolved sub-cluster: %v", st)
+	}
+	if m.Cluster("DFPCluster:c.test:80") != nil {
+		t.Error("a preresolved sub-cluster past max_sub_clusters")
+	}
+	if got := value("cluster_manager.cluster_added"); got != 3 {
+		t.Errorf("cluster_added %d, want 3 (the parent and two sub-clusters)", got)
+	}
+}
+
+func TestSubClustersOfTheDNSClusterExtension(t *testing.T) {
+	r := &scriptedResolver{}
+	r.set("a.test", ips("127.0.0.1", "127.0.0.2"))
+	m, _ := subManager(t, subYAML("dns_cluster_config: {all_addresses_in_single_endpoint: true, dns_refresh_rate: 30s}", ""), r)
+	m.Start()
+	ready, st := m.Cluster("dfp").LoadSubCluster("a.test:8080", 80)
+	if st == upstream.SubClusterWarming {
+		select {
+		case <-ready:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the sub-cluster never served")
+		}
+	}
+	sub := m.Cluster("DFPCluster:a.test:8080")
+	if sub == nil {
+		t.Fatal("no sub-cluster")
+	}
+	cfg := sub.DiscoveredConfig()
+	if cfg.GetClusterType().GetName() != "envoy.cluster.dns" || cfg.GetClusterType().GetTypedConfig() == nil {
+		t.Fatalf("sub-cluster type %v", cfg.GetClusterType())
+	}
+	// all_addresses_in_single_endpoint: the extension's LOGICAL_DNS, one
+	// host of the first address.
+	if got := hostAddrs(sub); len(got) != 1 || got[0] != "127.0.0.1:8080 a.test" {
+		t.Errorf("sub-cluster hosts %v, want the one logical host", got)
+	}
+}

@@ -49,6 +49,11 @@ type Options struct {
 	// bootstrap's), used by DNS clusters without one of their own; nil
 	// means the c-ares resolver with its defaults.
 	Resolver dns.Spec
+	// ResolverUntyped is set when the bootstrap's resolver does not come
+	// from a typed_dns_resolver_config with a typed_config: DNS caches
+	// without resolver settings then use c-ares of their own (with their
+	// deprecated use_tcp_for_dns_lookups), not Resolver, as in Envoy.
+	ResolverUntyped bool
 	// ResolverEnv is what resolvers are built with (their Stats and Log
 	// default to the manager's).
 	ResolverEnv dns.Env

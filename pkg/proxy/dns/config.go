@@ -264,6 +264,13 @@ func ForCluster(c *clusterv3.Cluster, reg *extension.Registry) (Spec, []error) {
 	return caresSpec{CaresOptions{Resolvers: resolvers, UseTCP: c.GetUseTcpForDnsLookups()}}, errs
 }
 
+// FromResolutionConfig converts a deprecated DnsResolutionConfig into the
+// c-ares resolver it stands for, as Envoy does. Errors are relative to
+// the field holding it, path.
+func FromResolutionConfig(rc *corev3.DnsResolutionConfig, path string) (Spec, []error) {
+	return resolutionConfig(rc, path)
+}
+
 // resolutionConfig converts a deprecated DnsResolutionConfig into the
 // c-ares resolver it stands for.
 func resolutionConfig(rc *corev3.DnsResolutionConfig, path string) (Spec, []error) {

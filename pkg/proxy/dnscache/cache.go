@@ -2,6 +2,7 @@ package dnscache
 
 import (
 	"context"
+	"math"
 	"net"
 	"net/netip"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/keyvalue/filebased"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 )
 
 // Status is how a Load found its host.
@@ -121,6 +123,25 @@ type Cache struct {
 	started bool
 
 	pending atomic.Int64
+	// rt is the runtime (nil: none); pendingKey its key that overrides
+	// max_pending_requests.
+	rt         func() *runtime.Snapshot
+	pendingKey string
+}
+
+// maxPending is the pending requests' limit in force: the runtime key
+// dns_cache.<name>.circuit_breakers when the runtime has it, else
+// max_pending_requests, read at each acquisition as Envoy's resource
+// limit reads it.
+func (c *Cache) maxPending() int64 {
+	if c.rt == nil {
+		return c.cfg.MaxPending
+	}
+	snap := c.rt()
+	if snap == nil {
+		return c.cfg.MaxPending
+	}
+	return int64(min(snap.Uint64(c.pendingKey, uint64(c.cfg.MaxPending)), math.MaxInt64))
 }
 
 // Load finds host (a Host header value or a server name; defaultPort
@@ -176,16 +197,17 @@ func (c *Cache) Lookup(key string) *Host {
 // (dns_cache_circuit_breaker.max_pending_requests); false, counted in
 // dns_rq_pending_overflow, when they are all taken. release gives it back.
 func (c *Cache) AcquirePending() (release func(), ok bool) {
-	if c.pending.Add(1) > c.cfg.MaxPending {
+	limit := c.maxPending()
+	if c.pending.Add(1) > limit {
 		c.pending.Add(-1)
 		c.st.pendingOverflow.Inc()
 		return nil, false
 	}
-	c.st.pendingChanged(c.pending.Load(), c.cfg.MaxPending)
+	c.st.pendingChanged(c.pending.Load(), limit)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			c.st.pendingChanged(c.pending.Add(-1), c.cfg.MaxPending)
+			c.st.pendingChanged(c.pending.Add(-1), c.maxPending())
 		})
 	}, true
 }
@@ -364,6 +386,11 @@ func (c *Cache) finish(h *Host, res dns.Result, timedOut bool) {
 		c.st.queryFailure.Inc()
 	} else {
 		c.st.querySuccess.Inc()
+	}
+	// The query itself succeeded (counted above); an answer whose every
+	// address is filtered out is then a failed resolution.
+	if n := c.cfg.filter.apply(&res); n > 0 {
+		c.st.addressFilterOut.Add(uint64(n))
 	}
 	failed := res.Status == dns.Failed || len(res.Addresses) == 0
 	details := strings.Join(strings.Fields(res.Details), "_")

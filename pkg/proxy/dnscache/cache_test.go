@@ -45,7 +45,11 @@ func (f *fakeResolver) Resolve(ctx context.Context, name string, _ dns.Family) d
 	if !ok {
 		return dns.Result{Status: dns.Completed, Details: "not found"}
 	}
-	return dns.Result{Status: dns.Completed, Addresses: []dns.Address{{IP: netip.MustParseAddr(ip), TTL: 0}}}
+	var out []dns.Address
+	for a := range strings.SplitSeq(ip, ",") {
+		out = append(out, dns.Address{IP: netip.MustParseAddr(a)})
+	}
+	return dns.Result{Status: dns.Completed, Addresses: out}
 }
 
 // recorder is a Subscriber that records what it is told.

@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 the deprecated resolver fields are read only to refuse them
+//lint:file-ignore SA1019 the deprecated resolver fields are read as Envoy reads them
 
 package dnscache
 
@@ -52,10 +52,18 @@ type Config struct {
 	// Preresolve are the hosts (host:port keys) resolved when the cache
 	// starts.
 	Preresolve []Preresolved
-	// Resolver is the cache's own resolver, nil for the server's.
+	// Resolver is the cache's own resolver (typed_dns_resolver_config,
+	// else the deprecated dns_resolution_config), nil for none.
 	Resolver dns.Spec
+	// Legacy is the resolver of a cache without either: c-ares with the
+	// deprecated use_tcp_for_dns_lookups. Envoy takes it only when the
+	// bootstrap has no typed_dns_resolver_config (Options.ServerUntyped);
+	// otherwise the cache uses the bootstrap's resolver.
+	Legacy dns.Spec
 	// KeyValue is key_value_config's store, nil for none.
 	KeyValue *filebased.Config
+	// filter is resolved_address_filter, nil for none.
+	filter *addressFilter
 	// source is the configuration, to compare caches of one name.
 	source *dfpcommonv3.DnsCacheConfig
 }
@@ -130,6 +138,12 @@ func Compile(c *dfpcommonv3.DnsCacheConfig, reg *extension.Registry) (*Config, [
 			errs = append(errs, fieldpath.Under("typed_dns_resolver_config", err))
 		}
 		cfg.Resolver = spec
+	} else if rc := c.GetDnsResolutionConfig(); rc != nil {
+		spec, rerrs := dns.FromResolutionConfig(rc, "dns_resolution_config")
+		errs = append(errs, rerrs...)
+		cfg.Resolver = spec
+	} else {
+		cfg.Legacy = dns.CaresSpec(dns.CaresOptions{UseTCP: c.GetUseTcpForDnsLookups()})
 	}
 	if kv := c.GetKeyValueConfig(); kv != nil {
 		var err error
@@ -137,16 +151,10 @@ func Compile(c *dfpcommonv3.DnsCacheConfig, reg *extension.Registry) (*Config, [
 			errs = append(errs, err)
 		}
 	}
-	// The support check refuses these first; a cache never runs with a
-	// setting it would ignore.
-	for path, set := range map[string]bool{
-		"use_tcp_for_dns_lookups": c.GetUseTcpForDnsLookups(),
-		"dns_resolution_config":   c.GetDnsResolutionConfig() != nil,
-		"resolved_address_filter": c.GetResolvedAddressFilter() != nil,
-	} {
-		if set {
-			errs = append(errs, fieldpath.Errorf(path, "not supported by Outrigger (see docs/compat.md)"))
-		}
+	if f := c.GetResolvedAddressFilter(); f != nil {
+		var ferrs []error
+		cfg.filter, ferrs = compileAddressFilter(f)
+		errs = append(errs, ferrs...)
 	}
 	return cfg, errs
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/keyvalue/filebased"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -25,6 +26,12 @@ type Options struct {
 	// Resolver builds the resolver of the caches without one of their
 	// own: the server's (the bootstrap's typed_dns_resolver_config).
 	Resolver func() dns.Resolver
+	// ServerUntyped is set when the bootstrap has no
+	// typed_dns_resolver_config with a typed_config: a cache without
+	// resolver settings then builds c-ares of its own with its
+	// use_tcp_for_dns_lookups (Config.Legacy) rather than the server's
+	// resolver, as Envoy's DNS cache chooses.
+	ServerUntyped bool
 	// Env is what the caches' own resolvers are built with.
 	Env dns.Env
 	// Log is the "forward_proxy" component logger.
@@ -32,6 +39,10 @@ type Options struct {
 	// Extensions are the DNS resolver extensions a cache's
 	// typed_dns_resolver_config may name.
 	Extensions *extension.Registry
+	// Runtime returns the runtime's current snapshot (nil: no runtime),
+	// whose key dns_cache.<name>.circuit_breakers overrides a cache's
+	// max_pending_requests.
+	Runtime func() *runtime.Snapshot
 	// Now is the clock (nil: time.Now); Rand draws the back-off's jitter.
 	Now  func() time.Time
 	Rand func() uint64
@@ -73,9 +84,12 @@ func (m *Manager) Get(cfg *Config) (*Cache, error) {
 		return c, nil
 	}
 	var r dns.Resolver
-	if cfg.Resolver != nil {
+	switch {
+	case cfg.Resolver != nil:
 		r = cfg.Resolver.New(m.o.Env)
-	} else {
+	case m.o.ServerUntyped && cfg.Legacy != nil:
+		r = cfg.Legacy.New(m.o.Env)
+	default:
 		r = m.o.Resolver()
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -83,12 +97,16 @@ func (m *Manager) Get(cfg *Config) (*Cache, error) {
 		cfg:      cfg,
 		resolver: r,
 		st:       newCacheStats(m.o.Stats, cfg.Name, cfg.MaxPending),
-		log:      m.o.Log,
-		now:      m.o.Now,
-		rand:     m.o.Rand,
-		ctx:      ctx,
-		stop:     stop,
-		hosts:    map[string]*Host{},
+		rt:       m.o.Runtime,
+		// Envoy's key, the breakers' stat prefix without a limit's name:
+		// the cache has only the one limit.
+		pendingKey: "dns_cache." + cfg.Name + ".circuit_breakers",
+		log:        m.o.Log,
+		now:        m.o.Now,
+		rand:       m.o.Rand,
+		ctx:        ctx,
+		stop:       stop,
+		hosts:      map[string]*Host{},
 	}
 	if cfg.KeyValue != nil {
 		c.kv = filebased.Open(cfg.KeyValue, m.o.Log, nil)

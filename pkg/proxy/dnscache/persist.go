@@ -3,6 +3,7 @@ package dnscache
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,18 @@ func (c *Cache) loadStored() {
 		if !ok {
 			c.log.Info("dns cache: unable to parse the stored resolution", "cache", c.cfg.Name, "host", key, "value", value)
 			return false
+		}
+		// A stored address the filter denies is dropped as a resolved one
+		// is; an entry left without one is not loaded.
+		addrs = slices.DeleteFunc(addrs, func(a netip.AddrPort) bool {
+			if c.cfg.filter != nil && c.cfg.filter.denies(a.Addr()) {
+				c.st.addressFilterOut.Inc()
+				return true
+			}
+			return false
+		})
+		if len(addrs) == 0 {
+			return true
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -4,12 +4,15 @@ import "github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 
 // cacheStats are Envoy's dns_cache.<name>.* stats.
 type cacheStats struct {
-	cacheLoad          *stats.Counter
-	queryAttempt       *stats.Counter
-	queryFailure       *stats.Counter
-	querySuccess       *stats.Counter
-	queryTimeout       *stats.Counter
-	pendingOverflow    *stats.Counter
+	cacheLoad       *stats.Counter
+	queryAttempt    *stats.Counter
+	queryFailure    *stats.Counter
+	querySuccess    *stats.Counter
+	queryTimeout    *stats.Counter
+	pendingOverflow *stats.Counter
+	// addressFilterOut counts the resolved addresses
+	// resolved_address_filter dropped.
+	addressFilterOut   *stats.Counter
 	hostAdded          *stats.Counter
 	hostAddressChanged *stats.Counter
 	hostOverflow       *stats.Counter
@@ -32,6 +35,7 @@ func newCacheStats(store *stats.Store, name string, maxPending int64) cacheStats
 		querySuccess:       sc.Counter("dns_query_success"),
 		queryTimeout:       sc.Counter("dns_query_timeout"),
 		pendingOverflow:    sc.Counter("dns_rq_pending_overflow"),
+		addressFilterOut:   sc.Counter("dns_address_filter_out"),
 		hostAdded:          sc.Counter("host_added"),
 		hostAddressChanged: sc.Counter("host_address_changed"),
 		hostOverflow:       sc.Counter("host_overflow"),

@@ -199,8 +199,11 @@ func New(cfg Config) (*Server, error) {
 		Now:           now,
 		Extensions:    cfg.Extensions,
 		Resolver:      resolver,
-		ResolverEnv:   dns.Env{Log: cfg.Logs.Logger("dns")},
-		Log:           cfg.Logs.Logger("upstream"),
+		// Envoy's DNS caches take the bootstrap's resolver only when it
+		// is a typed one.
+		ResolverUntyped: cfg.Bootstrap.GetTypedDnsResolverConfig().GetTypedConfig().GetTypeUrl() == "",
+		ResolverEnv:     dns.Env{Log: cfg.Logs.Logger("dns")},
+		Log:             cfg.Logs.Logger("upstream"),
 
 		Locality:         nodeLocality(cfg.Bootstrap.GetNode()),
 		LocalClusterName: cfg.Bootstrap.GetClusterManager().GetLocalClusterName(),
