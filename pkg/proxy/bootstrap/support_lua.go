@@ -3,7 +3,7 @@ package bootstrap
 import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedLua lists the fields of envoy.filters.http.lua that Outrigger
-// implements. package_cpaths (C modules) and shared_vm_id are refused.
+// implements. package_cpaths (C modules) is refused.
 var supportedLua = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.lua.v3.Lua.inline_code":         {},
 	"envoy.extensions.filters.http.lua.v3.Lua.source_codes":        {},
@@ -12,10 +12,12 @@ var supportedLua = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.lua.v3.Lua.clear_route_cache":   {},
 	"envoy.extensions.filters.http.lua.v3.Lua.filter_context":      {},
 	"envoy.extensions.filters.http.lua.v3.Lua.package_paths":       {},
+	"envoy.extensions.filters.http.lua.v3.Lua.shared_vm_id":        {},
 
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.disabled":       {},
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.name":           {},
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.source_code":    {},
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.filter_context": {},
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.package_paths":  {},
+	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.shared_vm_id":   {},
 }
