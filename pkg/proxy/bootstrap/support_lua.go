@@ -21,3 +21,13 @@ var supportedLua = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.package_paths":  {},
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.shared_vm_id":   {},
 }
+
+// supportedStringMatcherLua lists the fields of the Lua string matcher
+// (envoy.string_matcher.lua), the one extension a StringMatcher's custom
+// takes (router/stringmatch.go); its typed_config type is allowed in
+// xds.core.v3.TypedExtensionConfig.typed_config (support_filters_tail.go).
+var supportedStringMatcherLua = map[protoreflect.FullName]fieldSupport{
+	"envoy.type.matcher.v3.StringMatcher.custom":             {},
+	"xds.type.matcher.v3.StringMatcher.custom":               {},
+	"envoy.extensions.string_matcher.lua.v3.Lua.source_code": {},
+}
