@@ -15,9 +15,9 @@ type SharedVMs interface {
 	LuaVMs() *luavm.Registry
 }
 
-// noRegistry says why shared_vm_id is refused where the server offers no
+// errNoRegistry says why shared_vm_id is refused where the server offers no
 // registry.
-var noRegistry = errors.New("not supported by Outrigger here: no registry of shared Lua states is available to this filter configuration")
+var errNoRegistry = errors.New("not supported by Outrigger here: no registry of shared Lua states is available to this filter configuration")
 
 // loader compiles the scripts of one configuration (a Lua or a
 // LuaPerRoute message). With a shared_vm_id it takes each script's states
@@ -30,8 +30,8 @@ type loader struct {
 	releases []func()
 }
 
-// upstreamRefused says why shared_vm_id is refused in an upstream chain.
-var upstreamRefused = errors.New("not supported by Outrigger in an upstream filter chain: the configurations of upstream filters " +
+// errUpstream says why shared_vm_id is refused in an upstream chain.
+var errUpstream = errors.New("not supported by Outrigger in an upstream filter chain: the configurations of upstream filters " +
 	"are not closed when their listener goes, so their hold on shared Lua states would never be released")
 
 // newLoader returns the loader of a configuration with shared_vm_id id
@@ -42,13 +42,13 @@ func newLoader(id string, ctx httpfilter.Context) (*loader, error) {
 		return l, nil
 	}
 	if ctx.Upstream {
-		return nil, upstreamRefused
+		return nil, errUpstream
 	}
 	if s, ok := ctx.Services.(SharedVMs); ok {
 		l.reg = s.LuaVMs()
 	}
 	if l.reg == nil {
-		return nil, noRegistry
+		return nil, errNoRegistry
 	}
 	return l, nil
 }

@@ -43,6 +43,7 @@ func TestSharedVM(t *testing.T) {
 	reg := &luavm.Registry{}
 	svc := sharedServices{reg: reg}
 	a := compile(t, &luav3.Lua{SharedVmId: "vm", DefaultSourceCode: source(counter)}, svc)
+	//lint:ignore SA1019 inline_code is deprecated, and still accepted.
 	b := compile(t, &luav3.Lua{SharedVmId: "vm", InlineCode: counter}, svc)
 	// Another id, or other package paths, keep states of their own.
 	other := compile(t, &luav3.Lua{SharedVmId: "other", DefaultSourceCode: source(counter)}, svc)
