@@ -265,7 +265,6 @@ end`},
 			`{source_codes: {a: {inline_string: "x = = 1"}}}`:                     `source_codes["a"].inline_string: script does not compile`,
 			`{inline_code: "x = 1", package_cpaths: ["/tmp/?.so"]}`:               "package_cpaths",
 			`{inline_code: "local m = require('not.there')"}`:                     "inline_code: script load error: inline_code:1: module not.there not found",
-			`{inline_code: "x = 1", shared_vm_id: vm}`:                            "shared_vm_id",
 			`{default_source_code: {environment_variable: LUA_SCRIPT_NOT_THERE}}`: "environment_variable",
 		} {
 			spec := proxySpec{

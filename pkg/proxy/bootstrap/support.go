@@ -284,6 +284,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedHTTP11Proxy,
 	supportedJWTAuthn,
 	supportedLua,
+	supportedStringMatcherLua,
 	supportedRateLimit,
 	supportedAggregate,
 	supportedGrpcJSONTranscoder,

@@ -173,6 +173,8 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.extensions.matching.input_matchers.ip.v3.Ip",
 		"envoy.extensions.matching.input_matchers.consistent_hashing.v3.ConsistentHashing",
 		"envoy.extensions.matching.input_matchers.runtime_fraction.v3.RuntimeFraction",
+		// A StringMatcher's custom (support_lua.go).
+		"envoy.extensions.string_matcher.lua.v3.Lua",
 		// The common inputs, the CEL and metadata matchers
 		// (support_matching_common.go) and the matcher cluster
 		// specifier's action.

@@ -36,8 +36,6 @@ var refusedWhy = map[protoreflect.FullName]string{
 		"gopher-lua, the Lua Outrigger runs, cannot load C modules; package_paths (Lua modules) are supported",
 	"envoy.config.rbac.v3.RBAC.audit_logging_options": notInEnvoy + ": Envoy's RBAC filters never call an audit " +
 		"logger; the audit loggers (envoy.rbac.audit_loggers.stream, a JSON line on stdout per decision) are gRPC's",
-	"envoy.extensions.filters.http.lua.v3.Lua.shared_vm_id":         luaSharedVMRefused,
-	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.shared_vm_id": luaSharedVMRefused,
 	"envoy.extensions.filters.network.set_filter_state.v3.Config.on_downstream_data": "not supported by Outrigger: " +
 		"its network filters run once per connection, before the terminal filter reads, and none is called again " +
 		"on the first bytes; on_new_connection and on_downstream_tls_handshake are supported",
@@ -45,8 +43,3 @@ var refusedWhy = map[protoreflect.FullName]string{
 		"Envoy's API hides it as not implemented and Envoy ignores it; the client's address without its port " +
 		"(mark too) is supported",
 }
-
-// luaSharedVMRefused says why the Lua filter's shared_vm_id is refused.
-const luaSharedVMRefused = "not supported by Outrigger yet: Envoy then shares the Lua VMs of every configuration " +
-	"with the same id and script, so that their scripts see each other's globals; Outrigger's Lua states belong to " +
-	"one filter configuration (no registry outlives it), so the globals would not be shared"

@@ -132,6 +132,7 @@ import (
 	cslmatcherv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/matcher/v3"
 	graphitev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/graphite_statsd/v3"
 	otlpsinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/open_telemetry/v3"
+	strluav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/string_matcher/lua/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
 	h11v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/http_11_proxy/v3"
@@ -246,6 +247,7 @@ import (
 	sessioncookie "github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate/cookie"
 	sessionenvelope "github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate/envelope"
 	sessionheader "github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate/header"
+	strlua "github.com/outrigger-dev/outrigger/pkg/proxy/stringmatcher/lua"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
@@ -466,6 +468,10 @@ func Registry() *extension.Registry {
 
 		extension.Of(csllua.Name, clusterspecifier.Category, &cslluav3.LuaConfig{}, csllua.Factory{}),
 		extension.Of(cslmatcher.Name, clusterspecifier.Category, &cslmatcherv3.MatcherClusterSpecifier{}, cslmatcher.Factory{}),
+
+		// A StringMatcher's custom extension, compiled where string
+		// matchers are (router/stringmatch.go).
+		extension.Of(strlua.Name, strlua.Category, &strluav3.Lua{}, nil),
 
 		extension.Of("proxy.stat_sinks.dog_statsd", StatsSinks, &metricsv3.DogStatsdSink{}, nil),
 		extension.Of("proxy.stat_sinks.graphite_statsd", StatsSinks, &graphitev3.GraphiteStatsdSink{}, nil),

@@ -154,6 +154,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.stats_sinks proxy.stat_sinks.metrics_service envoy.config.metrics.v3.MetricsServiceConfig",
 		"envoy.stats_sinks proxy.stat_sinks.open_telemetry envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig",
 		"envoy.stats_sinks proxy.stat_sinks.statsd envoy.config.metrics.v3.StatsdSink",
+		"envoy.string_matcher proxy.string_matcher.lua envoy.extensions.string_matcher.lua.v3.Lua",
 		"envoy.tls.cert_validator proxy.tls.cert_validator.spiffe envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig",
 		"envoy.tracers proxy.tracers.opentelemetry envoy.config.trace.v3.OpenTelemetryConfig",
 		"envoy.tracers proxy.tracers.zipkin envoy.config.trace.v3.ZipkinConfig",

@@ -374,9 +374,6 @@ func allOf[D any](preds []predicate[D]) predicate[D] {
 // StringMatcher: the two messages have the same fields and numbers. Errors
 // name the field below the matcher.
 func CompileStringMatcher(m *xdsmatcherv3.StringMatcher) (*router.StringMatcher, error) {
-	if m.GetCustom() != nil {
-		return nil, errors.New("custom: not supported by Outrigger")
-	}
 	b, err := proto.Marshal(m)
 	if err != nil {
 		return nil, err

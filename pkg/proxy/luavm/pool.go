@@ -40,3 +40,15 @@ func (p *Pool[V]) Put(v V) {
 
 // Idle is how many idle states the pool holds.
 func (p *Pool[V]) Idle() int { return len(p.free) }
+
+// Drain closes the idle states: the pool's owner is done with it.
+func (p *Pool[V]) Drain() {
+	for {
+		select {
+		case v := <-p.free:
+			p.drop(v)
+		default:
+			return
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+
+	strlua "github.com/outrigger-dev/outrigger/pkg/proxy/stringmatcher/lua"
 )
 
 // stringKind is the comparison of a stringMatcher.
@@ -18,6 +20,7 @@ const (
 	strSuffix
 	strContains
 	strRegex
+	strCustom
 )
 
 // stringMatcher is a compiled StringMatcher. With ignoreCase, the pattern
@@ -28,6 +31,8 @@ type stringMatcher struct {
 	pattern    string
 	ignoreCase bool
 	re         *regexp.Regexp
+	// custom is the extension of a custom pattern (the Lua matcher).
+	custom *strlua.Matcher
 }
 
 // compileStringMatcher compiles a StringMatcher; errors name the field
@@ -51,8 +56,15 @@ func compileStringMatcher(m *matcherv3.StringMatcher) (stringMatcher, error) {
 		sm.kind, sm.re = strRegex, re
 		// Envoy ignores ignore_case for regular expressions; so do we.
 		sm.ignoreCase = false
+	case *matcherv3.StringMatcher_Custom:
+		c, err := strlua.CompileCustom(p.Custom)
+		if err != nil {
+			return sm, fmt.Errorf("custom.%w", err)
+		}
+		// The extension sees the string as it is, as in Envoy.
+		sm.kind, sm.custom, sm.ignoreCase = strCustom, c, false
 	default:
-		return sm, errors.New("match_pattern: one of exact, prefix, suffix, contains or safe_regex is required")
+		return sm, errors.New("match_pattern: one of exact, prefix, suffix, contains, safe_regex or custom is required")
 	}
 	if sm.ignoreCase {
 		sm.pattern = asciiLower(sm.pattern)
@@ -101,6 +113,8 @@ func (m *stringMatcher) match(s string) bool {
 		return strings.Contains(s, m.pattern)
 	case strRegex:
 		return m.re.MatchString(s)
+	case strCustom:
+		return m.custom.Match(s)
 	}
 	return false
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/luavm"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
@@ -95,6 +96,10 @@ func (f filterServices) DNSCaches() *dnscache.Manager { return f.s.clusters.DNSC
 // TapRegistry is where tap filters with admin_config register (see the
 // tap filter's TapRegistry).
 func (f filterServices) TapRegistry() *tap.Registry { return &f.s.taps }
+
+// LuaVMs are the Lua states shared by shared_vm_id (see the Lua filter's
+// SharedVMs).
+func (f filterServices) LuaVMs() *luavm.Registry { return &f.s.luaVMs }
 
 // Secret finds the secret an SdsSecretConfig names, as TLS contexts find
 // theirs (a static secret by name, or one a file or discovery stream

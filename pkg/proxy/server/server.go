@@ -27,6 +27,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/luavm"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
@@ -70,9 +71,12 @@ type Server struct {
 	// taps holds the tap filters configured with admin_config and the
 	// attached /tap session.
 	taps tap.Registry
-	logs *logging.Registry
-	log  logr.Logger // the "main" logger
-	now  func() time.Time
+	// luaVMs are the Lua states configurations share by shared_vm_id,
+	// held while a configuration uses them.
+	luaVMs luavm.Registry
+	logs   *logging.Registry
+	log    logr.Logger // the "main" logger
+	now    func() time.Time
 	// clock is Config.Now as given: nil in production. The connection
 	// managers get it rather than now, because with nil they read the
 	// time once per request where a func value would cost extra reads.

@@ -7,6 +7,8 @@ import (
 
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+
+	strlua "github.com/outrigger-dev/outrigger/pkg/proxy/stringmatcher/lua"
 )
 
 // stringMatcher is a compiled envoy.type.matcher.v3.StringMatcher.
@@ -14,6 +16,8 @@ type stringMatcher struct {
 	exact, prefix, suffix, contains *string
 	re                              *regexp.Regexp
 	ignoreCase                      bool
+	// custom is a custom pattern's extension (the Lua matcher).
+	custom *strlua.Matcher
 }
 
 func newStringMatcher(m *matcherv3.StringMatcher) (stringMatcher, error) {
@@ -39,6 +43,12 @@ func newStringMatcher(m *matcherv3.StringMatcher) (stringMatcher, error) {
 			return sm, fmt.Errorf("invalid safe_regex: %w", err)
 		}
 		sm.re = re
+	case *matcherv3.StringMatcher_Custom:
+		c, err := strlua.CompileCustom(p.Custom)
+		if err != nil {
+			return sm, fmt.Errorf("custom.%w", err)
+		}
+		sm.custom = c
 	default:
 		return sm, fmt.Errorf("string matcher: match pattern %T is not supported by Outrigger", p)
 	}
@@ -46,6 +56,10 @@ func newStringMatcher(m *matcherv3.StringMatcher) (stringMatcher, error) {
 }
 
 func (m stringMatcher) match(s string) bool {
+	if m.custom != nil {
+		// The extension sees the name as it is, as in Envoy.
+		return m.custom.Match(s)
+	}
 	if m.re != nil {
 		return m.re.MatchString(s)
 	}

@@ -54,11 +54,6 @@ const envoyName = "envoy.filters.http.lua"
 // an httpCall: Envoy's default per-connection buffer limit (1 MiB).
 const maxBody = 1 << 20
 
-// sharedVMRefused says why shared_vm_id is refused.
-const sharedVMRefused = "shared_vm_id: not supported by Outrigger yet: sharing Lua states between filter configurations " +
-	"(same id and script) needs a registry of states that outlives one configuration, which Outrigger's filters have no " +
-	"access to; each configuration keeps its own states, so their globals would not be shared as Envoy shares them"
-
 // Factory builds the filter and compiles its per-route configurations.
 type Factory struct{}
 
@@ -96,6 +91,9 @@ type filterConfig struct {
 	// filterContext is what filterContext() returns, unless the route's
 	// LuaPerRoute has one.
 	filterContext *structpb.Struct
+	// shared holds the states taken from the server's registry
+	// (shared_vm_id), released by Close.
+	shared *loader
 }
 
 // Compile implements httpfilter.Factory. Errors name the field path below
@@ -111,8 +109,10 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	switch {
 	case len(p.GetPackageCpaths()) > 0:
 		return nil, errors.New("package_cpaths: not supported by Outrigger: gopher-lua, the Lua Outrigger runs, cannot load C modules (package_paths, for Lua modules, is supported)")
-	case p.GetSharedVmId() != "":
-		return nil, errors.New(sharedVMRefused)
+	}
+	shared, err := newLoader(p.GetSharedVmId(), ctx)
+	if err != nil {
+		return nil, fmt.Errorf("shared_vm_id: %w", err)
 	}
 	c := &filterConfig{
 		name:            ctx.Name,
@@ -123,6 +123,7 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		budget:          luavm.DefaultBudget,
 		async:           make(chan struct{}, maxAsyncCalls),
 		filterContext:   p.GetFilterContext(),
+		shared:          shared,
 	}
 	prefix := ctx.StatPrefix + "lua." + p.GetStatPrefix()
 	if !strings.HasSuffix(prefix, ".") {
@@ -131,19 +132,28 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	c.errors = ctx.Stats.Counter(prefix + "errors")
 
 	paths := packagePath(p.GetPackagePaths())
+	if err := c.compileScripts(p, paths); err != nil {
+		shared.release()
+		return nil, err
+	}
+	return c, nil
+}
+
+// compileScripts compiles the default script and the source_codes.
+func (c *filterConfig) compileScripts(p *luav3.Lua, paths string) error {
 	var err error
 	//lint:ignore SA1019 inline_code is deprecated for default_source_code, and still accepted (with the bootstrap's deprecation warning), as in Envoy.
 	inlineCode := p.GetInlineCode()
 	switch {
 	case inlineCode != "" && p.GetDefaultSourceCode() != nil:
-		return nil, errors.New("default_source_code: only one of inline_code or default_source_code may be set")
+		return errors.New("default_source_code: only one of inline_code or default_source_code may be set")
 	case inlineCode != "":
-		if c.def, err = compileScript(inlineCode, "inline_code", c.budget, paths); err != nil {
-			return nil, fmt.Errorf("inline_code: %w", err)
+		if c.def, err = c.shared.script(inlineCode, "inline_code", c.budget, paths); err != nil {
+			return fmt.Errorf("inline_code: %w", err)
 		}
 	case p.GetDefaultSourceCode() != nil:
-		if c.def, err = compileSource(p.GetDefaultSourceCode(), "default_source_code", c.budget, paths); err != nil {
-			return nil, fmt.Errorf("default_source_code.%w", err)
+		if c.def, err = compileSource(p.GetDefaultSourceCode(), "default_source_code", c.shared, c.budget, paths); err != nil {
+			return fmt.Errorf("default_source_code.%w", err)
 		}
 	}
 	names := make([]string, 0, len(p.GetSourceCodes()))
@@ -152,13 +162,13 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		sc, err := compileSource(p.GetSourceCodes()[name], name, c.budget, paths)
+		sc, err := compileSource(p.GetSourceCodes()[name], name, c.shared, c.budget, paths)
 		if err != nil {
-			return nil, fmt.Errorf("source_codes[%q].%w", name, err)
+			return fmt.Errorf("source_codes[%q].%w", name, err)
 		}
 		c.named[name] = sc
 	}
-	return c, nil
+	return nil
 }
 
 // routeConfig is a compiled LuaPerRoute: disabled, the name of one of the
@@ -168,24 +178,49 @@ type routeConfig struct {
 	name          string
 	script        *script
 	filterContext *structpb.Struct
+	// shared holds the route script's states taken from the server's
+	// registry (shared_vm_id), released by Close.
+	shared *loader
 }
 
 // CompileRoute implements httpfilter.RouteFactory: LuaPerRoute.
-func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.RouteConfig, error) {
+func (Factory) CompileRoute(m proto.Message, ctx httpfilter.Context) (httpfilter.RouteConfig, error) {
 	p, ok := m.(*luav3.LuaPerRoute)
 	if !ok {
 		return nil, errors.New("not a LuaPerRoute configuration")
 	}
-	rc, err := compileOverride(p)
+	if len(p.GetPackageCpaths()) > 0 {
+		return nil, errors.New("package_cpaths: not supported by Outrigger: gopher-lua, the Lua Outrigger runs, cannot load C modules (package_paths, for Lua modules, is supported)")
+	}
+	// As in Envoy, the id matters only to the route's own script: a
+	// route that names one of the filter's scripts, or disables the
+	// filter, uses the filter's states.
+	id := ""
+	if _, own := p.GetOverride().(*luav3.LuaPerRoute_SourceCode); own {
+		id = p.GetSharedVmId()
+	}
+	shared, err := newLoader(id, ctx)
 	if err != nil {
+		return nil, fmt.Errorf("shared_vm_id: %w", err)
+	}
+	rc, err := compileOverride(p, shared)
+	if err != nil {
+		shared.release()
 		return nil, err
 	}
 	rc.filterContext = p.GetFilterContext()
+	rc.shared = shared
 	return rc, nil
 }
 
+// Close implements io.Closer: the route's hold on shared states.
+func (rc *routeConfig) Close() error {
+	rc.shared.release()
+	return nil
+}
+
 // compileOverride compiles LuaPerRoute's override.
-func compileOverride(p *luav3.LuaPerRoute) (*routeConfig, error) {
+func compileOverride(p *luav3.LuaPerRoute, shared *loader) (*routeConfig, error) {
 	switch o := p.GetOverride().(type) {
 	case *luav3.LuaPerRoute_Disabled:
 		if !o.Disabled {
@@ -203,7 +238,7 @@ func compileOverride(p *luav3.LuaPerRoute) (*routeConfig, error) {
 		// The route's own patterns: its script gets a VM of its own,
 		// which does not see the filter's. With a name (or disabled)
 		// they have nothing to apply to, as in Envoy.
-		sc, err := compileSource(o.SourceCode, "source_code", luavm.DefaultBudget, packagePath(p.GetPackagePaths()))
+		sc, err := compileSource(o.SourceCode, "source_code", shared, luavm.DefaultBudget, packagePath(p.GetPackagePaths()))
 		if err != nil {
 			return nil, fmt.Errorf("source_code.%w", err)
 		}
@@ -220,7 +255,7 @@ func packagePath(patterns []string) string {
 
 // compileSource reads a DataSource once, at configuration time, and
 // compiles its script; errors name the field below the DataSource.
-func compileSource(ds *corev3.DataSource, chunk string, budget time.Duration, paths string) (*script, error) {
+func compileSource(ds *corev3.DataSource, chunk string, l *loader, budget time.Duration, paths string) (*script, error) {
 	var (
 		code  string
 		field string
@@ -245,7 +280,7 @@ func compileSource(ds *corev3.DataSource, chunk string, budget time.Duration, pa
 	default:
 		return nil, errors.New("specifier: not supported by Outrigger")
 	}
-	sc, err := compileScript(code, chunk, budget, paths)
+	sc, err := l.script(code, chunk, budget, paths)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
@@ -273,8 +308,10 @@ func (c *filterConfig) scriptFor(s httpfilter.Stream) *script {
 	return sc
 }
 
-// Close implements io.Closer: the idle connections of HTTP calls.
+// Close implements io.Closer: the idle connections of HTTP calls, and the
+// configuration's hold on shared states.
 func (c *filterConfig) Close() error {
+	c.shared.release()
 	c.transports.Range(func(_, v any) bool {
 		v.(interface{ CloseIdleConnections() }).CloseIdleConnections()
 		return true

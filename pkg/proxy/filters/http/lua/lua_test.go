@@ -64,9 +64,9 @@ func TestCompileErrors(t *testing.T) {
 			config: &luav3.Lua{DefaultSourceCode: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: "/nonexistent/x.lua"}}},
 			want:   "default_source_code.filename:",
 		},
-		"shared_vm_id": {
+		"shared_vm_id without a registry": {
 			config: &luav3.Lua{SharedVmId: "vm"},
-			want:   "shared_vm_id: not supported by Outrigger",
+			want:   "shared_vm_id: not supported by Outrigger here",
 		},
 		"package_cpaths": {
 			config: &luav3.Lua{PackageCpaths: []string{"/x/?.so"}},
