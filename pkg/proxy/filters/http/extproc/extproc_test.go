@@ -119,7 +119,8 @@ func TestCompileRefusesWithPath(t *testing.T) {
 func TestCompileRouteRefusesWithPath(t *testing.T) {
 	for o, want := range map[*extprocv3.ExtProcOverrides]string{
 		{GrpcInitialMetadata: []*corev3.HeaderValue{{Value: "v"}}}: "overrides.grpc_initial_metadata[0].key: must not be empty",
-		{RequestAttributes: []string{"request.path"}}:              "overrides.request_attributes: not supported by Outrigger (Envoy does not implement it either",
+		{RequestAttributes: []string{"request.("}}:                 "overrides.request_attributes[0]: ",
+		{AsyncMode: true}: "overrides.async_mode: not supported by Outrigger: deprecated and not implemented in Envoy",
 		{MetadataOptions: &extprocv3.MetadataOptions{ClusterMetadataForwardingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{}}}: "overrides.metadata_options.cluster_metadata_forwarding_namespaces: not supported",
 	} {
 		p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: o}}

@@ -94,7 +94,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.ns, f.initialMetadata = set.ns, set.initialMetadata
 	f.traceStream(s, set.emitClientSpan)
 	f.mdContext = f.metadataContext(s)
-	reqList, respList := f.c.attributeLists(set.modifier)
+	reqList, respList := set.attributeLists()
 	f.respList = respList
 	if len(reqList) > 0 {
 		// Evaluated here, where the request head is the filter's: a
