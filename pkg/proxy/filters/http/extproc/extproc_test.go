@@ -80,9 +80,16 @@ func TestCompileRefusesWithPath(t *testing.T) {
 			p.RequestAttributes = []string{"request.path", "request.headers["}
 		}, "request_attributes[1]: ERROR"},
 		{"deferred close", func(p *extprocv3.ExternalProcessor) { p.DeferredCloseTimeout = durationpb.New(-time.Second) }, "deferred_close_timeout: must not be negative"},
-		{"full duplex", func(p *extprocv3.ExternalProcessor) {
+		{"full duplex without trailers", func(p *extprocv3.ExternalProcessor) {
 			p.ProcessingMode = &extprocv3.ProcessingMode{ResponseBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED}
-		}, "processing_mode.response_body_mode: FULL_DUPLEX_STREAMED is not supported"},
+		}, "processing_mode: If the ext_proc filter has the response_body_mode set to FULL_DUPLEX_STREAMED, then the response_trailer_mode has to be set to SEND"},
+		{"full duplex request without trailers", func(p *extprocv3.ExternalProcessor) {
+			p.ProcessingMode = &extprocv3.ProcessingMode{RequestBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED}
+		}, "processing_mode: If the ext_proc filter has the request_body_mode set to FULL_DUPLEX_STREAMED, then the request_trailer_mode has to be set to SEND"},
+		{"full duplex failure mode allow", func(p *extprocv3.ExternalProcessor) {
+			p.ProcessingMode = &extprocv3.ProcessingMode{RequestBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED, RequestTrailerMode: extprocv3.ProcessingMode_SEND}
+			p.FailureModeAllow = true
+		}, "failure_mode_allow: If the ext_proc filter has either the request_body_mode or the response_body_mode set to FULL_DUPLEX_STREAMED, then the failure_mode_allow has to be left as false"},
 		{"all routing", func(p *extprocv3.ExternalProcessor) {
 			p.MutationRules = &mutationrulesv3.HeaderMutationRules{AllowAllRouting: wrapperspb.Bool(true)}
 		}, "mutation_rules.allow_all_routing: only false"},
