@@ -80,10 +80,10 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_header_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_header_mode": {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_body_mode": {
-		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL"},
+		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL", "FULL_DUPLEX_STREAMED"},
 	},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_body_mode": {
-		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL"},
+		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL", "FULL_DUPLEX_STREAMED"},
 	},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_trailer_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_trailer_mode": {},

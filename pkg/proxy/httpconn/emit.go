@@ -70,6 +70,17 @@ func (d *encodingDown) emitFrom(i int, p []byte) error {
 	return d.inner.flush()
 }
 
+// encodeData gives p to encoder e. An EmittingEncoder's EncodeData may
+// wait for the processor it sends to, which may wait for its emitted
+// pieces to leave: the lock is released for it.
+func (d *encodingDown) encodeData(e httpfilter.DataEncoder, p []byte) ([]byte, error) {
+	if _, ok := e.(httpfilter.EmittingEncoder); ok && d.em != nil {
+		d.em.mu.Unlock()
+		defer d.em.mu.Lock()
+	}
+	return e.EncodeData(p)
+}
+
 // encodeEnd ends encoder e. An EmittingEncoder's end waits for its last
 // pieces, which it emits meanwhile: the lock is released for it.
 func (d *encodingDown) encodeEnd(e httpfilter.DataEncoder) ([]byte, http.Header, error) {

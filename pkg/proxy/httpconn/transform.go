@@ -258,6 +258,11 @@ func (b *decodingBody) Next() ([]byte, error) {
 		}
 		end := errors.Is(err, io.EOF)
 		if err != nil && !end {
+			var be *httpfilter.BodyError
+			if errors.As(err, &be) {
+				// A SourceDecoder's answer (see decodingChain).
+				b.s.bodyErr.Store(be)
+			}
 			return nil, err
 		}
 		b.mu.Lock()
@@ -512,7 +517,7 @@ func (d *encodingDown) runRange(from, to int, p []byte, end bool) ([]byte, error
 	for i := from; i < to; i++ {
 		e := d.encs[i]
 		if len(p) > 0 {
-			if p, err = e.EncodeData(p); err != nil {
+			if p, err = d.encodeData(e, p); err != nil {
 				return nil, err
 			}
 		}
