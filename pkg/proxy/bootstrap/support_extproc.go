@@ -28,9 +28,11 @@ var extProcModifierPath = regexp.MustCompile(`\.processing_request_modifier\.typ
 // allow_content_length_header and the typed receiving namespaces, and per
 // route async_mode (deprecated, never implemented in Envoy: see
 // envoyUnimplemented). The filter refuses
-// cluster_metadata_forwarding_namespaces per route. The filter's Compile
-// refuses what the values leave: the FULL_DUPLEX_STREAMED and GRPC body
-// modes, and mutation_rules.allow_all_routing true.
+// cluster_metadata_forwarding_namespaces per route. The GRPC body mode is
+// left out of the values (Envoy does not implement it); the filter's
+// Compile refuses mutation_rules.allow_all_routing true and applies
+// Envoy's checks of FULL_DUPLEX_STREAMED (extproc/duplex.go), which it
+// refuses in an upstream filter chain.
 var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.grpc_service":       {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.failure_mode_allow": {},
