@@ -83,6 +83,44 @@ var _ = Describe("The external processing filter's attributes", func() {
 		Expect(n).To(Equal(2), "once per direction: %v", kinds)
 	})
 
+	It("sends a route's overrides.request_attributes and response_attributes in place of the filter's", func() {
+		proc, procPort := startExtProcessor("attrs-route")
+		port := freePort()
+		spec := extProcListener("attrs-route", port, `grpc_service: {envoy_grpc: {cluster_name: proc}},
+			request_attributes: [request.path], response_attributes: [response.code]`, "", procPort)
+		const perRoute = "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute"
+		spec.Routes = "[" + `{match: {prefix: /routed}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.ext_proc: ` +
+			withType(perRoute, "{overrides: {request_attributes: [request.method, \"request.headers['x-team']\"], response_attributes: [request.url_path]}}") +
+			`}}, ` + strings.TrimPrefix(spec.Routes, "[")
+		spec.Clusters = []proxyCluster{{Name: "up", Port: portNum(extProcUpstream())}, {Name: "uph2", Port: 1}, {Name: "proc", Port: procPort, Extra: h2cOptions()}}
+		Start(newDir(), spec.YAML())
+
+		client := &http.Client{Timeout: 10 * time.Second}
+		Expect(httpDo(client, "GET", listenerURL(port, "/routed/1"), nil, http.Header{"X-Team": {"red"}}).Status).To(Equal(200))
+		kinds := proc.kinds("/routed/1")
+		Expect(kinds).To(HaveLen(4))
+		Expect(kinds[0]).To(Equal("request_attributes(envoy.filters.http.ext_proc:request.headers['x-team']=red,envoy.filters.http.ext_proc:request.method=GET)"))
+		Expect(kinds[2]).To(Equal("response_attributes(envoy.filters.http.ext_proc:request.url_path=/routed/1)"))
+
+		// Another route keeps the filter's lists.
+		Expect(httpDo(client, "GET", listenerURL(port, "/other"), nil, nil).Status).To(Equal(200))
+		kinds = proc.kinds("/other")
+		Expect(kinds).To(HaveLen(4))
+		Expect(kinds[0]).To(Equal("request_attributes(envoy.filters.http.ext_proc:request.path=/other)"))
+		Expect(kinds[2]).To(Equal("response_attributes(envoy.filters.http.ext_proc:response.code=200)"))
+	})
+
+	It("refuses a route's deprecated overrides.async_mode, which Envoy does not implement", func() {
+		const perRoute = "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute"
+		spec := extProcListener("async", freePort(), `grpc_service: {envoy_grpc: {cluster_name: proc}}`, "", 1)
+		spec.Routes = "[" + `{match: {prefix: /a}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.ext_proc: ` +
+			withType(perRoute, "{overrides: {async_mode: true}}") + `}}, ` + strings.TrimPrefix(spec.Routes, "[")
+		spec.Clusters = []proxyCluster{{Name: "up", Port: 1}, {Name: "uph2", Port: 1}, {Name: "proc", Port: 1, Extra: h2cOptions()}}
+		res, _ := validate("async.yaml", spec.YAML())
+		Expect(res.ExitCode).NotTo(Equal(0))
+		Expect(res.Stderr + res.Stdout).To(And(ContainSubstring("overrides.async_mode"), ContainSubstring("not implemented in Envoy")))
+	})
+
 	It("is refused at load when an attribute does not parse, naming it", func() {
 		spec := extProcListener("bad", freePort(), `grpc_service: {envoy_grpc: {cluster_name: proc}}, request_attributes: [request.path, "request.headers["]`, "", 1)
 		spec.Clusters = []proxyCluster{{Name: "up", Port: 1}, {Name: "uph2", Port: 1}, {Name: "proc", Port: 1, Extra: h2cOptions()}}

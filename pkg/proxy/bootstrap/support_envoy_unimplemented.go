@@ -16,6 +16,8 @@ var envoyUnimplemented = map[protoreflect.FullName]struct{}{
 	// manager (normalize_path and merge_slashes are what it applies).
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.path_normalization_options":                        {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.represent_ipv4_remote_address_as_ipv4_mapped_ipv6": {},
+	// ext_proc's per-route asynchronous mode: deprecated, never read.
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.async_mode": {},
 }
 
 // envoyUnimplementedDetail says more about some envoyUnimplemented
@@ -28,6 +30,9 @@ var envoyUnimplementedDetail = map[protoreflect.FullName]string{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.represent_ipv4_remote_address_as_ipv4_mapped_ipv6": ": " +
 		"hidden as not implemented in Envoy's API and read by no code of Envoy's: x-forwarded-for and " +
 		"x-envoy-external-address carry an IPv4 remote address as IPv4 there, as in Outrigger",
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.async_mode": ": " +
+		"deprecated and hidden as not implemented in Envoy's API, read by no code of Envoy's ext_proc filter; " +
+		"observability_mode is the filter's asynchronous mode",
 }
 
 // unsupportedReason is the refusal of a populated field missing from the

@@ -26,10 +26,13 @@ var extProcModifierPath = regexp.MustCompile(`\.processing_request_modifier\.typ
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtProcPerRoute. Not listed, so refused with their path:
 // allow_content_length_header and the typed receiving namespaces, and per
-// route async_mode and the attributes (which Envoy does not implement).
-// The filter refuses cluster_metadata_forwarding_namespaces per route. The filter's Compile refuses what the values
-// leave: the FULL_DUPLEX_STREAMED and GRPC body modes, and
-// mutation_rules.allow_all_routing true.
+// route async_mode (deprecated, never implemented in Envoy: see
+// envoyUnimplemented). The filter refuses
+// cluster_metadata_forwarding_namespaces per route. The GRPC body mode is
+// left out of the values (Envoy does not implement it); the filter's
+// Compile refuses mutation_rules.allow_all_routing true and applies
+// Envoy's checks of FULL_DUPLEX_STREAMED (extproc/duplex.go), which it
+// refuses in an upstream filter chain.
 var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.grpc_service":       {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.failure_mode_allow": {},
@@ -79,10 +82,10 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_header_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_header_mode": {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_body_mode": {
-		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL"},
+		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL", "FULL_DUPLEX_STREAMED"},
 	},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_body_mode": {
-		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL"},
+		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL", "FULL_DUPLEX_STREAMED"},
 	},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_trailer_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_trailer_mode": {},
@@ -116,4 +119,7 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	// filter refuses it with an http_service, which Envoy does not trace.
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.emit_client_span": {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.emit_client_span":  {},
+	// A route's attribute lists, in place of the filter's (extproc/route.go).
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.request_attributes":  {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.response_attributes": {},
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -70,7 +71,7 @@ func (s *stream) transformRequest() {
 	}
 	// A body of its own per request: an HTTP/2 upstream transport may
 	// still read it after the stream ended (see untransform).
-	s.xbody = &decodingBody{s: s, src: s.body, decs: s.reqXform}
+	s.xbody = s.decodingChain(s.body, s.reqXform)
 	s.body = s.xbody
 	for _, d := range s.reqXform {
 		if k, ok := d.(httpfilter.RequestLengthKeeper); !ok || !k.KeepsRequestLength() {
@@ -104,6 +105,7 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 			s.xdown.throttled = true
 		}
 	}
+	s.xdown.startEmitters()
 	s.down = &s.xdown
 	if _, ok := s.respXform[0].(*replacement); ok && len(s.respXform) == 1 {
 		// Only the replaced body goes out: its length is known.
@@ -128,13 +130,17 @@ func (s *stream) untransform() {
 	if s.down == &s.xdown {
 		s.down = s.xdown.inner
 	}
+	if em := s.xdown.em; em != nil {
+		// An encoder's goroutine may still hold its emitter.
+		em.mu.Lock()
+		em.closed = true
+		em.mu.Unlock()
+	}
 	s.xdown = encodingDown{}
 	if b := s.xbody; b != nil {
 		// The filters are destroyed next: a transport still reading
 		// the body must not reach their decoders any more.
-		b.mu.Lock()
-		b.closed = true
-		b.mu.Unlock()
+		b.close()
 		s.xbody = nil
 		s.reqXform = nil
 	}
@@ -187,6 +193,55 @@ type decodingBody struct {
 	// trailers start from what the connection manager's filters made
 	// of the client's.
 	upstream bool
+	// The layers of a chain a SourceDecoder splits (see
+	// decodingChain): trailerDecs are all the chain's decoders, whose
+	// trailers the outer body runs; layers are the inner bodies the
+	// source decoders read; tally, on an inner body, counts the
+	// client's bytes it read, which in, on the body that reads the
+	// source decoder's output, counts as received in place of that
+	// output's length. layer: an inner body, which leaves the trailers
+	// to the outer one.
+	trailerDecs []httpfilter.DataDecoder
+	layers      []*decodingBody
+	tally, in   *atomic.Uint64
+	layer       bool
+}
+
+// decodingChain wraps src in decs. A SourceDecoder splits the chain: the
+// decoders before it run in an inner body of their own, which it reads,
+// and its output is the source of the decoders after it.
+func (s *stream) decodingChain(src bodySource, decs []httpfilter.DataDecoder) *decodingBody {
+	b := &decodingBody{s: s, src: src, decs: decs}
+	start := 0
+	for i, d := range decs {
+		sd, ok := d.(httpfilter.SourceDecoder)
+		if !ok {
+			continue
+		}
+		inner := &decodingBody{s: s, src: b.src, decs: decs[start:i], tally: new(atomic.Uint64), in: b.in, layer: true}
+		b.layers = append(b.layers, inner)
+		b.src, b.in = sourceFunc(sd.DecodeFrom(inner.Next, s.down.requestTrailers)), inner.tally
+		start = i + 1
+	}
+	if start > 0 {
+		b.trailerDecs, b.decs = decs, decs[start:]
+	}
+	return b
+}
+
+// sourceFunc is a bodySource of a function (a SourceDecoder's output).
+type sourceFunc func() ([]byte, error)
+
+// Next implements bodySource.
+func (f sourceFunc) Next() ([]byte, error) { return f() }
+
+// close stops the body and its inner layers at the stream's end.
+func (b *decodingBody) close() {
+	for _, l := range append(b.layers, b) {
+		l.mu.Lock()
+		l.closed = true
+		l.mu.Unlock()
+	}
 }
 
 // Next implements bodySource. The stream counts the bytes Next returns
@@ -198,8 +253,16 @@ func (b *decodingBody) Next() ([]byte, error) {
 		}
 		p, err := b.src.Next()
 		raw := len(p)
+		if b.in != nil {
+			raw = int(b.in.Swap(0))
+		}
 		end := errors.Is(err, io.EOF)
 		if err != nil && !end {
+			var be *httpfilter.BodyError
+			if errors.As(err, &be) {
+				// A SourceDecoder's answer (see decodingChain).
+				b.s.bodyErr.Store(be)
+			}
 			return nil, err
 		}
 		b.mu.Lock()
@@ -210,7 +273,11 @@ func (b *decodingBody) Next() ([]byte, error) {
 		}
 		out, xerr := b.run(p, end)
 		b.mu.Unlock()
-		b.s.bytesRecv += uint64(raw) - uint64(len(out))
+		if b.tally != nil {
+			b.tally.Add(uint64(raw))
+		} else {
+			b.s.bytesRecv += uint64(raw) - uint64(len(out))
+		}
 		if xerr != nil {
 			b.done = true
 			var be *httpfilter.BodyError
@@ -220,6 +287,10 @@ func (b *decodingBody) Next() ([]byte, error) {
 				b.s.bodyErr.Store(be)
 			}
 			return nil, xerr
+		}
+		if end && b.layer {
+			b.done = true
+			return out, io.EOF
 		}
 		if end {
 			b.done = true
@@ -255,7 +326,11 @@ func (b *decodingBody) decodeTrailers() (http.Header, error) {
 	if b.closed {
 		return t, nil
 	}
-	for _, d := range b.decs {
+	decs := b.decs
+	if b.trailerDecs != nil {
+		decs = b.trailerDecs
+	}
+	for _, d := range decs {
 		td, ok := d.(httpfilter.TrailerDecoder)
 		if !ok {
 			continue
@@ -333,6 +408,9 @@ type encodingDown struct {
 	// throttled: an encoder meters the body out (httpfilter.Throttle):
 	// the body takes the metered path (see flow).
 	throttled bool
+	// em, with an httpfilter.EmittingEncoder, serializes its writes
+	// with the connection manager's (see emit.go).
+	em *emitState
 }
 
 var _ downstream = (*encodingDown)(nil)
@@ -358,6 +436,11 @@ func (d *encodingDown) release(n int64) error {
 // writeBody implements downstream. The stream counts the bytes given
 // as sent; it is told of the bytes that left instead.
 func (d *encodingDown) writeBody(p []byte) error {
+	if d.em != nil {
+		d.em.mu.Lock()
+		defer d.em.mu.Unlock()
+		d.s.bytesSent += d.em.take()
+	}
 	if d.throttled {
 		return d.writeMetered(p)
 	}
@@ -383,6 +466,13 @@ func (d *encodingDown) writeBodyString(p string) error {
 // finish implements downstream: the encoders' ends, then the trailers
 // they leave, then the inner finish.
 func (d *encodingDown) finish() error {
+	if d.em != nil {
+		d.em.mu.Lock()
+		defer func() {
+			d.s.bytesSent += d.em.take()
+			d.em.mu.Unlock()
+		}()
+	}
 	if !d.finished && d.throttled {
 		d.finished = true
 		if err := d.finishMetered(); err != nil {
@@ -427,13 +517,13 @@ func (d *encodingDown) runRange(from, to int, p []byte, end bool) ([]byte, error
 	for i := from; i < to; i++ {
 		e := d.encs[i]
 		if len(p) > 0 {
-			if p, err = e.EncodeData(p); err != nil {
+			if p, err = d.encodeData(e, p); err != nil {
 				return nil, err
 			}
 		}
 		if end {
 			var tail []byte
-			if tail, d.trailer, err = e.EncodeEnd(d.trailer); err != nil {
+			if tail, d.trailer, err = d.encodeEnd(e); err != nil {
 				return nil, err
 			}
 			if len(tail) > 0 {
@@ -451,6 +541,10 @@ func (d *encodingDown) abort() { d.inner.abort() }
 
 // flush implements downstream: nothing leaves while the head is held.
 func (d *encodingDown) flush() error {
+	if d.em != nil {
+		d.em.mu.Lock()
+		defer d.em.mu.Unlock()
+	}
 	if d.held {
 		return nil
 	}

@@ -204,6 +204,9 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 			return fail(errors.New("observability_mode: not supported by Outrigger with http_service"))
 		}
 	}
+	if err := checkDuplex(p, c.mode, c.upstream); err != nil {
+		return fail(err)
+	}
 	if c.sendBodyEarly && c.upstream {
 		// An upstream filter's request body is the attempt's, which
 		// cannot be read ahead of the attempt.

@@ -33,6 +33,7 @@ func (f *filter) applyReplyHeaders(s httpfilter.Stream) {
 // processor and come back mutated, and the response body is set to go
 // through as the body mode says.
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	f.awaitRequestDuplex()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.replied {
@@ -68,6 +69,15 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		s.TransformResponseBody(&streamEncoder{f: f})
 	case extprocv3.ProcessingMode_BUFFERED, extprocv3.ProcessingMode_BUFFERED_PARTIAL:
 		s.TransformResponseBody(&bufferEncoder{f: f, partial: f.mode.responseBody == extprocv3.ProcessingMode_BUFFERED_PARTIAL})
+	case extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED:
+		d, rep := f.newDuplex(phaseResponseBody)
+		if rep != nil {
+			f.replaceResponse(s, rep, hasBody)
+			return httpfilter.Continue
+		}
+		if d != nil {
+			s.TransformResponseBody(&duplexEncoder{d: d})
+		}
 	default:
 		if f.mode.responseTrailers {
 			s.TransformResponseBody(&trailerEncoder{f: f})

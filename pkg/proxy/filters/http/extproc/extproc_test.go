@@ -80,9 +80,16 @@ func TestCompileRefusesWithPath(t *testing.T) {
 			p.RequestAttributes = []string{"request.path", "request.headers["}
 		}, "request_attributes[1]: ERROR"},
 		{"deferred close", func(p *extprocv3.ExternalProcessor) { p.DeferredCloseTimeout = durationpb.New(-time.Second) }, "deferred_close_timeout: must not be negative"},
-		{"full duplex", func(p *extprocv3.ExternalProcessor) {
+		{"full duplex without trailers", func(p *extprocv3.ExternalProcessor) {
 			p.ProcessingMode = &extprocv3.ProcessingMode{ResponseBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED}
-		}, "processing_mode.response_body_mode: FULL_DUPLEX_STREAMED is not supported"},
+		}, "processing_mode: If the ext_proc filter has the response_body_mode set to FULL_DUPLEX_STREAMED, then the response_trailer_mode has to be set to SEND"},
+		{"full duplex request without trailers", func(p *extprocv3.ExternalProcessor) {
+			p.ProcessingMode = &extprocv3.ProcessingMode{RequestBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED}
+		}, "processing_mode: If the ext_proc filter has the request_body_mode set to FULL_DUPLEX_STREAMED, then the request_trailer_mode has to be set to SEND"},
+		{"full duplex failure mode allow", func(p *extprocv3.ExternalProcessor) {
+			p.ProcessingMode = &extprocv3.ProcessingMode{RequestBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED, RequestTrailerMode: extprocv3.ProcessingMode_SEND}
+			p.FailureModeAllow = true
+		}, "failure_mode_allow: If the ext_proc filter has either the request_body_mode or the response_body_mode set to FULL_DUPLEX_STREAMED, then the failure_mode_allow has to be left as false"},
 		{"all routing", func(p *extprocv3.ExternalProcessor) {
 			p.MutationRules = &mutationrulesv3.HeaderMutationRules{AllowAllRouting: wrapperspb.Bool(true)}
 		}, "mutation_rules.allow_all_routing: only false"},
@@ -119,7 +126,8 @@ func TestCompileRefusesWithPath(t *testing.T) {
 func TestCompileRouteRefusesWithPath(t *testing.T) {
 	for o, want := range map[*extprocv3.ExtProcOverrides]string{
 		{GrpcInitialMetadata: []*corev3.HeaderValue{{Value: "v"}}}: "overrides.grpc_initial_metadata[0].key: must not be empty",
-		{RequestAttributes: []string{"request.path"}}:              "overrides.request_attributes: not supported by Outrigger (Envoy does not implement it either",
+		{RequestAttributes: []string{"request.("}}:                 "overrides.request_attributes[0]: ",
+		{AsyncMode: true}: "overrides.async_mode: not supported by Outrigger: deprecated and not implemented in Envoy",
 		{MetadataOptions: &extprocv3.MetadataOptions{ClusterMetadataForwardingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{}}}: "overrides.metadata_options.cluster_metadata_forwarding_namespaces: not supported",
 	} {
 		p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: o}}

@@ -57,6 +57,9 @@ type filter struct {
 	early []earlyPiece
 	// protocolSent: the protocol_config went with a message.
 	protocolSent bool
+	// duplexes are the FULL_DUPLEX_STREAMED bodies, stopped before the
+	// filter is pooled again (see duplex.go).
+	duplexes []*duplex
 	// span is the request's span when it is traced and the processor is
 	// a gRPC one, read where the request's goroutine may (streamSpan);
 	// emitSpan is emit_client_span; propagate, without it, carries the
@@ -94,7 +97,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.ns, f.initialMetadata = set.ns, set.initialMetadata
 	f.traceStream(s, set.emitClientSpan)
 	f.mdContext = f.metadataContext(s)
-	reqList, respList := f.c.attributeLists(set.modifier)
+	reqList, respList := set.attributeLists()
 	f.respList = respList
 	if len(reqList) > 0 {
 		// Evaluated here, where the request head is the filter's: a
@@ -192,6 +195,22 @@ func (f *filter) requestBody(s httpfilter.Stream) httpfilter.Status {
 		}
 	case extprocv3.ProcessingMode_STREAMED:
 		s.TransformRequestBody(&streamDecoder{f: f})
+		return httpfilter.Continue
+	case extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED:
+		if f.c.upstream {
+			// A route's mode asks for it where the filter's is refused.
+			f.c.log.Error(nil, "ext_proc FULL_DUPLEX_STREAMED request body in an upstream filter chain is not supported")
+			return f.sendReply(s, errorReply(f.c.statusOnError, detailsGrpcPrefix+"12"))
+		}
+		f.mu.Lock()
+		d, rep := f.newDuplex(phaseRequestBody)
+		f.mu.Unlock()
+		if rep != nil {
+			return f.sendReply(s, rep)
+		}
+		if d != nil {
+			s.TransformRequestBody(&duplexDecoder{d: d})
+		}
 		return httpfilter.Continue
 	}
 	if n, _ := s.RequestBody(); f.mode.requestTrailers && n < 0 {
@@ -382,6 +401,13 @@ func (f *filter) receiveMetadata(s httpfilter.Stream, r *extprocsvc.ProcessingRe
 // closes, and the filter goes back to its pool.
 func (f *filter) OnDestroy() {
 	c := f.c
+	// Before f.mu: a duplex takes its lock, then the filter's.
+	f.mu.Lock()
+	duplexes := f.duplexes
+	f.mu.Unlock()
+	for _, d := range duplexes {
+		d.close()
+	}
 	f.mu.Lock()
 	if f.st != nil {
 		f.finish(true)

@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"errors"
 	"fmt"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -13,7 +14,8 @@ type mode struct {
 	// SEND; SKIP does not).
 	requestHeaders, responseHeaders bool
 	// requestBody and responseBody are the body modes Outrigger
-	// implements: NONE, STREAMED, BUFFERED and BUFFERED_PARTIAL.
+	// implements: NONE, STREAMED, BUFFERED, BUFFERED_PARTIAL and
+	// FULL_DUPLEX_STREAMED.
 	requestBody, responseBody extprocv3.ProcessingMode_BodySendMode
 	// requestTrailers and responseTrailers send the trailers (SEND).
 	requestTrailers, responseTrailers bool
@@ -52,7 +54,8 @@ func compileMode(pm *extprocv3.ProcessingMode) (mode, error) {
 func checkBodyMode(b extprocv3.ProcessingMode_BodySendMode) error {
 	switch b {
 	case extprocv3.ProcessingMode_NONE, extprocv3.ProcessingMode_STREAMED,
-		extprocv3.ProcessingMode_BUFFERED, extprocv3.ProcessingMode_BUFFERED_PARTIAL:
+		extprocv3.ProcessingMode_BUFFERED, extprocv3.ProcessingMode_BUFFERED_PARTIAL,
+		extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED:
 		return nil
 	}
 	if b == extprocv3.ProcessingMode_GRPC {
@@ -73,4 +76,26 @@ func overrideKey(pm *extprocv3.ProcessingMode) uint32 {
 		uint32(pm.GetResponseBodyMode())*1000 +
 		uint32(pm.GetRequestTrailerMode())*10000 +
 		uint32(pm.GetResponseTrailerMode())*100000
+}
+
+// checkDuplex applies Envoy's rules for the FULL_DUPLEX_STREAMED body mode
+// of a filter (verifyProcessingModeConfig, with its messages): the
+// direction's trailer mode must be SEND, and failure_mode_allow false. An
+// upstream filter chain cannot have it in Outrigger: the attempt's body
+// cannot be produced at the processor's pace.
+func checkDuplex(p *extprocv3.ExternalProcessor, m mode, upstream bool) error {
+	const duplex = extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED
+	if m.requestBody == duplex && !m.requestTrailers {
+		return errors.New("processing_mode: If the ext_proc filter has the request_body_mode set to FULL_DUPLEX_STREAMED, then the request_trailer_mode has to be set to SEND")
+	}
+	if m.responseBody == duplex && !m.responseTrailers {
+		return errors.New("processing_mode: If the ext_proc filter has the response_body_mode set to FULL_DUPLEX_STREAMED, then the response_trailer_mode has to be set to SEND")
+	}
+	if (m.requestBody == duplex || m.responseBody == duplex) && p.GetFailureModeAllow() {
+		return errors.New("failure_mode_allow: If the ext_proc filter has either the request_body_mode or the response_body_mode set to FULL_DUPLEX_STREAMED, then the failure_mode_allow has to be left as false")
+	}
+	if m.requestBody == duplex && upstream {
+		return errors.New("processing_mode.request_body_mode: FULL_DUPLEX_STREAMED is not supported by Outrigger in an upstream filter chain")
+	}
+	return nil
 }

@@ -76,10 +76,13 @@ func compileMapped(mapped map[string]string, field string) ([]attribute, error) 
 	return out, nil
 }
 
-// attributeLists are the attributes the filter sends in each direction, with
-// mapping (nil: none) applied over the filter's own.
-func (c *config) attributeLists(mapping *attributeMapping) (request, response []attribute) {
-	request, response = c.requestAttributes, c.responseAttributes
+// attributeLists are the attributes the filter sends in each direction:
+// the processing_request_modifier's mapping (if any) applied over the
+// request_attributes and response_attributes (the route's overrides, else
+// the filter's).
+func (set *settings) attributeLists() (request, response []attribute) {
+	request, response = set.reqAttrs, set.respAttrs
+	mapping := set.modifier
 	if mapping == nil {
 		return request, response
 	}

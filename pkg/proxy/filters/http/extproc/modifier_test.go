@@ -64,3 +64,33 @@ func TestMappedAttributeBuilderErrors(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestPerRouteAttributes(t *testing.T) {
+	got := make(chan *structpb.Struct, 1)
+	c, _ := startScripted(t, func(srv extprocsvc.ExternalProcessor_ProcessServer) error {
+		m, err := srv.Recv()
+		if err != nil {
+			return err
+		}
+		got <- m.GetAttributes()[attributesKey]
+		return srv.Send(headersAnswer(&extprocsvc.CommonResponse{}))
+	}, func(p *extprocv3.ExternalProcessor) {
+		p.RequestAttributes = []string{"request.path"}
+	})
+	// The most specific level with a list wins; one without keeps the
+	// list of the level before it.
+	decodeRoute(t, c,
+		overrides(&extprocv3.ExtProcOverrides{RequestAttributes: []string{"request.host"}}),
+		overrides(&extprocv3.ExtProcOverrides{RequestAttributes: []string{"request.method"}}),
+		overrides(&extprocv3.ExtProcOverrides{ResponseAttributes: []string{"response.code"}}))
+	a := <-got
+	if len(a.GetFields()) != 1 || a.GetFields()["request.method"].GetStringValue() != "GET" {
+		t.Fatalf("attributes %v, want only request.method: GET", a)
+	}
+	// Without overrides, the filter's own.
+	decode(c)
+	a = <-got
+	if len(a.GetFields()) != 1 || a.GetFields()["request.path"] == nil {
+		t.Fatalf("attributes %v, want only request.path", a)
+	}
+}

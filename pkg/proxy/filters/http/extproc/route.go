@@ -29,6 +29,9 @@ type routeConfig struct {
 	initialMetadata []*corev3.HeaderValue
 	// modifier is overrides.processing_request_modifier, nil when unset.
 	modifier *attributeMapping
+	// reqAttrs and respAttrs are overrides.request_attributes and
+	// response_attributes, nil when their lists are empty.
+	reqAttrs, respAttrs []attribute
 }
 
 // settings are what a request's filter uses of the configuration once
@@ -44,6 +47,9 @@ type settings struct {
 	initialMetadata []*corev3.HeaderValue
 	// modifier is the processing_request_modifier, nil for none.
 	modifier *attributeMapping
+	// reqAttrs and respAttrs are the request_attributes and
+	// response_attributes (the filter's, or the route's).
+	reqAttrs, respAttrs []attribute
 }
 
 // compileRoute compiles an ExtProcPerRoute; errors name the field below
@@ -55,6 +61,13 @@ func compileRoute(p *extprocv3.ExtProcPerRoute, ctx httpfilter.Context) (*routeC
 		return rc, nil
 	}
 	if err := refuseUnsupportedOverrides(o); err != nil {
+		return nil, err
+	}
+	var err error
+	if rc.reqAttrs, err = compileAttributes(o.GetRequestAttributes(), "overrides.request_attributes"); err != nil {
+		return nil, err
+	}
+	if rc.respAttrs, err = compileAttributes(o.GetResponseAttributes(), "overrides.response_attributes"); err != nil {
 		return nil, err
 	}
 	if pm := o.GetProcessingMode(); pm != nil {
@@ -116,19 +129,13 @@ func compileRoute(p *extprocv3.ExtProcPerRoute, ctx httpfilter.Context) (*routeC
 }
 
 // refuseUnsupportedOverrides refuses the ExtProcOverrides fields
-// Outrigger does not implement with their paths. Envoy accepts
-// async_mode and the attributes and does nothing with them (they are
-// not implemented there): refused rather than ignored.
+// Outrigger does not implement with their paths: async_mode, deprecated
+// and without behaviour in Envoy (the filter has no asynchronous mode of
+// that name left; observability_mode replaced it).
 func refuseUnsupportedOverrides(o *extprocv3.ExtProcOverrides) error {
 	//lint:ignore SA1019 a deprecated field is still refused by its path when set
-	async := o.GetAsyncMode()
-	switch {
-	case async:
-		return errors.New("overrides.async_mode: not supported by Outrigger (Envoy does not implement it either)")
-	case len(o.GetRequestAttributes()) > 0:
-		return errors.New("overrides.request_attributes: not supported by Outrigger (Envoy does not implement it either; the filter's request_attributes are)")
-	case len(o.GetResponseAttributes()) > 0:
-		return errors.New("overrides.response_attributes: not supported by Outrigger (Envoy does not implement it either; the filter's response_attributes are)")
+	if o.GetAsyncMode() {
+		return errors.New("overrides.async_mode: not supported by Outrigger: deprecated and not implemented in Envoy (observability_mode is the filter's asynchronous mode)")
 	}
 	return nil
 }
@@ -137,12 +144,13 @@ func refuseUnsupportedOverrides(o *extprocv3.ExtProcOverrides) error {
 // the least specific level to the most specific, as Envoy merges them:
 // the most specific says whether the filter is disabled; a processing
 // mode, a grpc_service, failure_mode_allow and each list of metadata
-// namespaces and a processing_request_modifier come from the most
+// namespaces, a processing_request_modifier and each list of attributes come from the most
 // specific level that has one (a disabled level has no mode); grpc_initial_metadata entries add up, a more
 // specific one replacing the entries of its key.
 func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 	c := f.c
-	set := settings{mode: c.mode, svc: c.svc, failureModeAllow: c.failureModeAllow, emitClientSpan: c.emitClientSpan, ns: c.ns, modifier: c.modifier}
+	set := settings{mode: c.mode, svc: c.svc, failureModeAllow: c.failureModeAllow, emitClientSpan: c.emitClientSpan, ns: c.ns, modifier: c.modifier,
+		reqAttrs: c.requestAttributes, respAttrs: c.responseAttributes}
 	f.routeConfigs = s.RouteConfigs(c.name, f.routeConfigs[:0])
 	defer clear(f.routeConfigs)
 	if len(f.routeConfigs) == 0 {
@@ -180,6 +188,12 @@ func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 		if rc.modifier != nil {
 			merged.modifier = rc.modifier
 		}
+		if rc.reqAttrs != nil {
+			merged.reqAttrs = rc.reqAttrs
+		}
+		if rc.respAttrs != nil {
+			merged.respAttrs = rc.respAttrs
+		}
 		merged.initialMetadata = mergeInitialMetadata(merged.initialMetadata, rc.initialMetadata)
 	}
 	if merged.disabled {
@@ -205,6 +219,12 @@ func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 	set.initialMetadata = merged.initialMetadata
 	if merged.modifier != nil {
 		set.modifier = merged.modifier
+	}
+	if merged.reqAttrs != nil {
+		set.reqAttrs = merged.reqAttrs
+	}
+	if merged.respAttrs != nil {
+		set.respAttrs = merged.respAttrs
 	}
 	if merged.grpc != nil && c.http == nil {
 		// With an http_service, Envoy keeps posting to it: a route's

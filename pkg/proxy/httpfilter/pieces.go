@@ -1,0 +1,47 @@
+package httpfilter
+
+import "net/http"
+
+// Bodies whose pieces are not tied to the pieces given. A DataDecoder or
+// DataEncoder returns, for each piece it is given, what goes on in its
+// place, at once. ext_proc's FULL_DUPLEX_STREAMED body mode breaks that
+// tie: the external processor answers a body with pieces of its own, as
+// many as it likes, whenever it likes (it may hold the whole body, or
+// answer before the next piece arrives). The two interfaces below let a
+// filter emit a body independently of the one it is given; the connection
+// manager treats every other transformer as before.
+
+// SourceDecoder is a DataDecoder that produces the request body the
+// decoders after it (and the upstream) read, from the body the decoders
+// before it leave, at its own pace. The connection manager does not call
+// its DecodeData and DecodeEnd. Only the connection manager's filters may
+// use one (not an upstream filter chain).
+type SourceDecoder interface {
+	DataDecoder
+	// DecodeFrom is called once, before the body is read. next gives
+	// the body before the decoder, piece by piece, then io.EOF at its
+	// end (or the error that cut it); it may be called from a goroutine
+	// of the decoder's own, never concurrently, and not after the
+	// stream ended. trailers gives the client's request trailers once
+	// next gave io.EOF (nil for none). The function returned gives the
+	// body after the decoder the same way, from the request's goroutine:
+	// an error other than io.EOF fails the request (a *BodyError answers
+	// it when nothing was sent downstream yet). The decoder's trailers
+	// go on through TrailerDecoder, as other decoders'.
+	DecodeFrom(next func() ([]byte, error), trailers func() http.Header) func() ([]byte, error)
+}
+
+// EmittingEncoder is a DataEncoder that sends the response body on
+// itself, at its own pace, rather than returning pieces from EncodeData.
+// The connection manager calls SetEmitter once, before the first
+// EncodeData; the encoder's EncodeData and EncodeEnd then return no bytes
+// (EncodeEnd still returns the trailers): the encoder sends bytes with
+// emit, from any goroutine, until EncodeEnd returns, which waits for its
+// last piece. emit runs the bytes through the encoders after it and
+// writes them to the client; its writes and the connection manager's are
+// serialized. An error from emit means the response cannot go on (the
+// client went away): the encoder stops emitting.
+type EmittingEncoder interface {
+	DataEncoder
+	SetEmitter(emit func(p []byte) error)
+}
