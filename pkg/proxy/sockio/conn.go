@@ -12,11 +12,21 @@
 // connection at a time is between any two of its waits. So each request
 // of a lone keep-alive connection woke sysmon once or twice (a futex
 // wake-up), and sysmon then polled every 20 µs until the process was idle
-// again: about four more context switches per request on the proxy's
-// CPU, measured with strace and perf (BENCHMARKS.md, session 26). A raw
-// call leaves sysmon asleep; since the call cannot block, nothing is lost
-// by not handing the P over meanwhile. The tcp_proxy filter's event loop
-// makes its reads and writes the same way.
+// again: a futex call and three or four 20 µs sleeps per request, about
+// four of the six context switches the proxy's threads made per request
+// (BENCHMARKS.md, session 26). A raw call leaves sysmon asleep; since the
+// call cannot block, nothing is lost by not handing the P over meanwhile.
+// The tcp_proxy filter's event loop makes its reads and writes the same
+// way.
+//
+// What sysmon asleep gives up: it is what preempts a goroutine running
+// for more than 10 ms. It still wakes at the process's next timer (the
+// HTTP connection manager's idle sweep runs every 250 ms while
+// connections are served, and every socket deadline is a timer) and at
+// any system call made the ordinary way, and stays awake while any P
+// runs; so a request whose handling runs long on a proxy that was wholly
+// idle before it may be preempted up to about a sweep period late rather
+// than after 10 ms.
 //
 // The netpoller, deadlines and closing work as for the net.Conn: each
 // operation goes through the socket's RawConn, which holds the
