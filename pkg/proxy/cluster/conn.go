@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockio"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
@@ -21,6 +22,10 @@ import (
 // transport or Cluster.Close).
 type trackedConn struct {
 	net.Conn
+	// sock reads and writes Conn's socket without entering the
+	// scheduler when Conn is a plain *net.TCPConn (see sockio), nil
+	// otherwise.
+	sock   *sockio.Conn
 	c      *Cluster
 	host   *upstream.Host
 	opened time.Time
@@ -158,7 +163,15 @@ func (tc *trackedConn) discard() {
 // Read reads from the connection and counts the bytes in
 // upstream_cx_rx_bytes_total.
 func (tc *trackedConn) Read(p []byte) (int, error) {
-	n, err := tc.Conn.Read(p)
+	var (
+		n   int
+		err error
+	)
+	if tc.sock != nil {
+		n, err = tc.sock.Read(p)
+	} else {
+		n, err = tc.Conn.Read(p)
+	}
 	if n > 0 {
 		tc.c.stats.UpstreamCxRxBytesTotal.Add(uint64(n))
 	} else if err != nil && endedByPeer(err) {
@@ -181,7 +194,15 @@ func (tc *trackedConn) PeerEnded() { tc.peerEnded.Store(true) }
 // Write writes to the connection and counts the bytes in
 // upstream_cx_tx_bytes_total.
 func (tc *trackedConn) Write(p []byte) (int, error) {
-	n, err := tc.Conn.Write(p)
+	var (
+		n   int
+		err error
+	)
+	if tc.sock != nil {
+		n, err = tc.sock.Write(p)
+	} else {
+		n, err = tc.Conn.Write(p)
+	}
 	if n > 0 {
 		tc.c.stats.UpstreamCxTxBytesTotal.Add(uint64(n))
 	}

@@ -10,6 +10,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockio"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tcpstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -163,6 +164,12 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	conn = c.tapped(conn)
 	now := c.now()
 	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now, tlsInfo: info, tcpStats: rec}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		// A plain TCP connection (nothing wraps it): its reads and
+		// writes go straight to its socket (see sockio). TCP upstreams
+		// are dialled as "tcp", which its errors name.
+		tc.sock = sockio.New(tcp, "tcp")
+	}
 	if c.settings.tls != nil {
 		tc.key.tls = tlsconfig.OverrideFrom(ctx)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockio"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -226,6 +227,13 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 	c.source, _ = upstream.SourceOf(nc)
 	c.upCtx = m.proxyProtocolState(nc)
 	c.cc = &countedConn{Conn: nc, stats: m.stats, tcp: plainTCP(nc)}
+	if c.cc.tcp != nil {
+		// What the connection writes goes straight to its socket, as
+		// writePair's already did (see sockio). Nothing shows a write
+		// error's text, so its network is named "tcp" whatever the
+		// listener's is.
+		c.cc.sock = sockio.New(c.cc.tcp, "tcp")
+	}
 	c.src.cc = c.cc
 	c.goneFn = c.gone
 	return c
@@ -692,12 +700,23 @@ type countedConn struct {
 	// tcp is the plain TCP socket under Conn (see plainTCP), nil when
 	// there is none: what writePair needs.
 	tcp *net.TCPConn
+	// sock writes tcp without entering the scheduler (see sockio); nil
+	// when tcp is.
+	sock *sockio.Conn
 }
 
 // writePair implements pairWriter: v's pieces in one writev. Only called
 // when tcp is set.
 func (c *countedConn) writePair(v *net.Buffers) (int64, error) {
-	n, err := v.WriteTo(c.tcp)
+	var (
+		n   int64
+		err error
+	)
+	if c.sock != nil {
+		n, err = c.sock.WriteBuffers(v)
+	} else {
+		n, err = v.WriteTo(c.tcp)
+	}
 	if n > 0 {
 		c.stats.cxTxBytes.Add(uint64(n))
 	}
@@ -715,7 +734,15 @@ func (c *countedConn) Read(p []byte) (int, error) {
 
 // Write writes to the connection and counts the bytes.
 func (c *countedConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
+	var (
+		n   int
+		err error
+	)
+	if c.sock != nil {
+		n, err = c.sock.Write(p)
+	} else {
+		n, err = c.Conn.Write(p)
+	}
 	if n > 0 {
 		c.stats.cxTxBytes.Add(uint64(n))
 	}

@@ -49,7 +49,9 @@ func (r *inqReader) read(fd uintptr, p []byte) (n int, wouldBlock, rest bool, er
 	r.hdr.Control = (*byte)(unsafe.Pointer(&r.cmsg[0]))
 	r.hdr.SetControllen(int(unsafe.Sizeof(r.cmsg)))
 	for {
-		got, _, errno := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.hdr)), 0)
+		// A raw call: the socket is non-blocking, and a call that
+		// enters the scheduler wakes its monitor thread (see sockio).
+		got, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.hdr)), 0)
 		if errno == unix.EINTR {
 			continue
 		}

@@ -3,9 +3,9 @@
 package httpconn
 
 import (
-	"errors"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,13 +34,17 @@ func parkableSocket(nc net.Conn) syscall.RawConn {
 // that nothing was there to read.
 func readSocket(fd uintptr, p []byte) (n int, wouldBlock bool, err error) {
 	for {
-		n, err = unix.Read(int(fd), p)
-		if !errors.Is(err, unix.EINTR) {
-			break
+		// A raw call: the socket is non-blocking, and a call that
+		// enters the scheduler wakes its monitor thread (see sockio).
+		r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+		switch e {
+		case 0:
+			return int(r), false, nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return 0, true, nil
 		}
+		return 0, false, e
 	}
-	if errors.Is(err, unix.EAGAIN) {
-		return 0, true, nil
-	}
-	return max(n, 0), false, err
 }
