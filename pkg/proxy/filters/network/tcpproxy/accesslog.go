@@ -6,6 +6,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tunnelhttp"
 )
 
 // logEntry logs the connection as it is now, for the reason t.
@@ -65,13 +66,13 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 		e.DynamicMetadata = s.dynMeta
 	}
 	if s.respHeaders != nil {
-		e.FilterState = map[string]accesslog.FilterStateObject{responseHeadersKey: tunnelHeaderMap{s.respHeaders}}
+		e.FilterState = map[string]accesslog.FilterStateObject{responseHeadersKey: tunnelhttp.HeaderMap{M: s.respHeaders}}
 	}
 	if tr := s.respTrailers.Load(); tr != nil {
 		if e.FilterState == nil {
 			e.FilterState = map[string]accesslog.FilterStateObject{}
 		}
-		e.FilterState[responseTrailersKey] = tunnelHeaderMap{tr}
+		e.FilterState[responseTrailersKey] = tunnelhttp.HeaderMap{M: tr}
 	}
 	return e
 }

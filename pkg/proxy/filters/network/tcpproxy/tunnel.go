@@ -11,13 +11,12 @@ import (
 	"strings"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tunnelhttp"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -28,7 +27,7 @@ type tunnel struct {
 	hostname *accesslog.Formatter
 	usePost  bool
 	postPath string
-	headers  []tunnelHeader
+	headers  []tunnelhttp.Header
 
 	// requestID is set by request_id_extension (Envoy's UUID extension,
 	// the only one): each tunnel request carries a new UUID under
@@ -42,14 +41,6 @@ type tunnel struct {
 	// headers and trailers in the connection's filter state
 	// (propagate_response_headers, propagate_response_trailers).
 	propagateHeaders, propagateTrailers bool
-}
-
-// tunnelHeader is one of headers_to_add.
-type tunnelHeader struct {
-	name      string
-	value     *accesslog.Formatter
-	keepEmpty bool
-	action    corev3.HeaderValueOption_HeaderAppendAction
 }
 
 // maxTunnelResponseHead bounds the HTTP/1.1 response head read from the
@@ -90,7 +81,7 @@ func compileTunnel(tc *tcpproxyv3.TcpProxy_TunnelingConfig, reg *extension.Regis
 		errs = append(errs, errors.New("post_path: must start with /"))
 	}
 	for i, o := range tc.GetHeadersToAdd() {
-		h, err := compileTunnelHeader(o, fmts)
+		h, err := tunnelhttp.CompileHeader(o, fmts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("headers_to_add[%d].%w", i, err))
 			continue
@@ -108,59 +99,12 @@ func compileTunnel(tc *tcpproxyv3.TcpProxy_TunnelingConfig, reg *extension.Regis
 	return t, nil
 }
 
-func compileTunnelHeader(o *corev3.HeaderValueOption, fmts accesslog.Formatters) (tunnelHeader, error) {
-	h := tunnelHeader{name: strings.ToLower(o.GetHeader().GetKey()), keepEmpty: o.GetKeepEmptyValue(), action: o.GetAppendAction()}
-	switch {
-	case h.name == "":
-		return h, errors.New("header.key: a header name is required")
-	case h.name[0] == ':' || h.name == "host":
-		return h, fmt.Errorf("header.key: %q cannot be set (pseudo-headers and host are the tunnel's)", h.name)
-	}
-	value, err := router.HeaderValueText(o.GetHeader())
-	if err != nil {
-		return h, fmt.Errorf("header.%w", err)
-	}
-	//lint:ignore SA1019 Envoy still accepts the deprecated boolean.
-	if legacy := o.GetAppend(); legacy != nil {
-		if h.action != corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD {
-			return h, errors.New("append: cannot be set together with append_action")
-		}
-		if !legacy.GetValue() {
-			h.action = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-		}
-	}
-	if h.value, err = accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(value), true, fmts); err != nil {
-		return h, fmt.Errorf("header.value: %w", err)
-	}
-	return h, nil
-}
-
 // requestHeaders returns the tunnel request's hostname and headers for
 // the connection described by e.
 func (t *tunnel) requestHeaders(e *accesslog.Entry) (string, http.Header) {
 	host := string(t.hostname.AppendValue(nil, e))
 	hdr := http.Header{}
-	for _, h := range t.headers {
-		v := string(h.value.AppendValue(nil, e))
-		if v == "" && !h.keepEmpty {
-			continue
-		}
-		_, present := hdr[http.CanonicalHeaderKey(h.name)]
-		switch h.action {
-		case corev3.HeaderValueOption_ADD_IF_ABSENT:
-			if !present {
-				hdr.Add(h.name, v)
-			}
-		case corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD:
-			hdr.Set(h.name, v)
-		case corev3.HeaderValueOption_OVERWRITE_IF_EXISTS:
-			if present {
-				hdr.Set(h.name, v)
-			}
-		default:
-			hdr.Add(h.name, v)
-		}
-	}
+	tunnelhttp.Apply(t.headers, hdr, e)
 	return host, hdr
 }
 
@@ -280,7 +224,7 @@ func (s *session) openHTTP2Tunnel(cl netfilter.Cluster, h *upstream.Host, host s
 // its status, as Envoy does (a refusal's headers are logged too).
 func (s *session) keepResponseHeaders(resp *http.Response) {
 	if s.p.cfg.tunnel.propagateHeaders {
-		s.respHeaders = headerMapOf(resp.StatusCode, resp.Header)
+		s.respHeaders = tunnelhttp.HeaderMapOf(resp.StatusCode, resp.Header)
 	}
 }
 
@@ -292,6 +236,6 @@ func (s *session) keepResponseTrailers() {
 		return
 	}
 	if tr := s.up.trailer(); len(tr) > 0 {
-		s.respTrailers.Store(headerMapOf(0, tr))
+		s.respTrailers.Store(tunnelhttp.HeaderMapOf(0, tr))
 	}
 }

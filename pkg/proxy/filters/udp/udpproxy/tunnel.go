@@ -14,6 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tunnelhttp"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/udpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -184,7 +185,7 @@ func (t *tunnel) attempt(h *upstream.Host) (*upstream.H2Stream, error) {
 		return nil, err
 	}
 	if t.cfg.propagateHeaders {
-		hm := headerMapOf(st.Resp.StatusCode, st.Resp.Header)
+		hm := tunnelhttp.HeaderMapOf(st.Resp.StatusCode, st.Resp.Header)
 		t.mu.Lock()
 		t.respHeaders = hm
 		t.mu.Unlock()
@@ -262,7 +263,7 @@ func (t *tunnel) read(st *upstream.H2Stream) {
 		}
 		if err != nil {
 			if t.cfg.propagateTrailers && len(st.Resp.Trailer) > 0 {
-				t.respTrailers.Store(headerMapOf(0, st.Resp.Trailer))
+				t.respTrailers.Store(tunnelhttp.HeaderMapOf(0, st.Resp.Trailer))
 			}
 			return
 		}

@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tunnelhttp"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/udpfilter"
 )
 
@@ -46,7 +45,7 @@ type tunnelConfig struct {
 	targetPort uint32
 	usePost    bool
 	postPath   string
-	headers    []tunnelHeader
+	headers    []tunnelhttp.Header
 
 	maxAttempts  uint32
 	backoffBase  time.Duration // 0: retry at once
@@ -56,14 +55,6 @@ type tunnelConfig struct {
 	maxBytes     uint64
 
 	propagateHeaders, propagateTrailers bool
-}
-
-// tunnelHeader is one of headers_to_add.
-type tunnelHeader struct {
-	name      string
-	value     *accesslog.Formatter
-	keepEmpty bool
-	action    corev3.HeaderValueOption_HeaderAppendAction
 }
 
 // compileTunnel compiles a tunneling_config; errors name the field below
@@ -123,7 +114,7 @@ func compileTunnel(tc *udpproxyv3.UdpProxyConfig_UdpTunnelingConfig, reg *extens
 		fail("post_path: must start with /")
 	}
 	for i, o := range tc.GetHeadersToAdd() {
-		h, err := compileTunnelHeader(o, fmts)
+		h, err := tunnelhttp.CompileHeader(o, fmts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("headers_to_add[%d].%w", i, err))
 			continue
@@ -168,37 +159,6 @@ func compileTunnel(tc *udpproxyv3.UdpProxyConfig_UdpTunnelingConfig, reg *extens
 	return t, nil
 }
 
-// compileTunnelHeader compiles one of headers_to_add; errors name the
-// field below it.
-func compileTunnelHeader(o *corev3.HeaderValueOption, fmts accesslog.Formatters) (tunnelHeader, error) {
-	h := tunnelHeader{name: strings.ToLower(o.GetHeader().GetKey()), keepEmpty: o.GetKeepEmptyValue(), action: o.GetAppendAction()}
-	switch {
-	case h.name == "":
-		return h, errors.New("header.key: a header name is required")
-	case h.name[0] == ':' || h.name == "host":
-		// As Envoy: the request's pseudo-headers and host are the
-		// tunnel's own.
-		return h, fmt.Errorf("header.key: %q cannot be set (pseudo-headers and host are the tunnel's)", h.name)
-	}
-	value, err := router.HeaderValueText(o.GetHeader())
-	if err != nil {
-		return h, fmt.Errorf("header.%w", err)
-	}
-	//lint:ignore SA1019 Envoy still accepts the deprecated boolean.
-	if legacy := o.GetAppend(); legacy != nil {
-		if h.action != corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD {
-			return h, errors.New("append: cannot be set together with append_action")
-		}
-		if !legacy.GetValue() {
-			h.action = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-		}
-	}
-	if h.value, err = accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(value), true, fmts); err != nil {
-		return h, fmt.Errorf("header.value: %w", err)
-	}
-	return h, nil
-}
-
 // authority is the tunnel request's :authority for the session e
 // describes: proxy_host, with proxy_port when set.
 func (t *tunnelConfig) authority(e *accesslog.Entry) string {
@@ -237,27 +197,7 @@ func percentEncode(s string) string {
 
 // header applies headers_to_add to hdr for the session e describes.
 func (t *tunnelConfig) header(hdr http.Header, e *accesslog.Entry) {
-	for _, h := range t.headers {
-		v := string(h.value.AppendValue(nil, e))
-		if v == "" && !h.keepEmpty {
-			continue
-		}
-		_, present := hdr[http.CanonicalHeaderKey(h.name)]
-		switch h.action {
-		case corev3.HeaderValueOption_ADD_IF_ABSENT:
-			if !present {
-				hdr.Add(h.name, v)
-			}
-		case corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD:
-			hdr.Set(h.name, v)
-		case corev3.HeaderValueOption_OVERWRITE_IF_EXISTS:
-			if present {
-				hdr.Set(h.name, v)
-			}
-		default:
-			hdr.Add(h.name, v)
-		}
-	}
+	tunnelhttp.Apply(t.headers, hdr, e)
 }
 
 // prefixErrors prefixes every error joined in err.
