@@ -431,6 +431,10 @@ func (fc *filterChain) close() {
 			_ = c.Close()
 		}
 	}
+	// The router's upstream_http_filters hold the same kinds of
+	// resources (ext_proc's channels, Lua's call transports and shared
+	// states).
+	fc.upstream.Close()
 }
 
 // filterContext is what the filters' configurations may use of the

@@ -373,3 +373,32 @@ func TestUpstreamHeaderMutationPerAttempt(t *testing.T) {
 		t.Errorf("the upstream saw %q, want %q on both attempts", got, want)
 	}
 }
+
+// closingConfig is an upstream filter configuration that holds a
+// resource: it counts its closes.
+type closingConfig struct {
+	denyFilter
+	closes *int
+}
+
+func (c closingConfig) Close() error {
+	*c.closes++
+	return nil
+}
+
+// The router's upstream_http_filters are closed with the chain that holds
+// them, as http_filters are: a listener that goes away releases what its
+// upstream filters hold.
+func TestFilterChainClosesUpstreamFilters(t *testing.T) {
+	var closes int
+	fc := filterChain{upstream: &httpfilter.UpstreamChain{Filters: []httpfilter.UpstreamFilter{
+		{Name: "first", Config: closingConfig{closes: &closes}},
+		{Name: "plain", Config: denyFilter{}},
+		{Name: "second", Config: closingConfig{closes: &closes}},
+	}}}
+	fc.close()
+	if closes != 2 {
+		t.Errorf("%d upstream filter configurations closed, want 2", closes)
+	}
+	(&filterChain{}).close() // no upstream filters: nothing to close
+}

@@ -3,6 +3,7 @@ package httpfilter
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
@@ -79,6 +80,20 @@ type UpstreamFilter struct {
 // upstream_codec, in order.
 type UpstreamChain struct {
 	Filters []UpstreamFilter
+}
+
+// Close closes the chain's filter configurations that hold resources
+// (those that implement io.Closer), once no request uses them; a nil
+// chain has none.
+func (c *UpstreamChain) Close() {
+	if c == nil {
+		return
+	}
+	for _, f := range c.Filters {
+		if cl, ok := f.Config.(io.Closer); ok {
+			_ = cl.Close()
+		}
+	}
 }
 
 // CompileUpstream compiles an upstream filter chain (field names the list
