@@ -30,19 +30,12 @@ type loader struct {
 	releases []func()
 }
 
-// errUpstream says why shared_vm_id is refused in an upstream chain.
-var errUpstream = errors.New("not supported by Outrigger in an upstream filter chain: the configurations of upstream filters " +
-	"are not closed when their listener goes, so their hold on shared Lua states would never be released")
-
 // newLoader returns the loader of a configuration with shared_vm_id id
 // ("" for none), compiled with ctx.
 func newLoader(id string, ctx httpfilter.Context) (*loader, error) {
 	l := &loader{id: id}
 	if id == "" {
 		return l, nil
-	}
-	if ctx.Upstream {
-		return nil, errUpstream
 	}
 	if s, ok := ctx.Services.(SharedVMs); ok {
 		l.reg = s.LuaVMs()
