@@ -5,9 +5,10 @@ package httpconn
 import (
 	"net"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockio"
 )
 
 // parkableSocket is the socket a parked connection waits on: nc's own
@@ -33,18 +34,14 @@ func parkableSocket(nc net.Conn) syscall.RawConn {
 // readSocket reads from a non-blocking socket into p; wouldBlock reports
 // that nothing was there to read.
 func readSocket(fd uintptr, p []byte) (n int, wouldBlock bool, err error) {
-	for {
-		// A raw call: the socket is non-blocking, and a call that
-		// enters the scheduler wakes its monitor thread (see sockio).
-		r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
-		switch e {
-		case 0:
-			return int(r), false, nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return 0, true, nil
-		}
-		return 0, false, e
+	// A raw call: the socket is non-blocking, and a call that enters the
+	// scheduler wakes its monitor thread (see sockio).
+	n, e := sockio.RawIO(unix.SYS_READ, fd, p)
+	switch e {
+	case 0:
+		return n, false, nil
+	case unix.EAGAIN:
+		return 0, true, nil
 	}
+	return 0, false, e
 }

@@ -123,20 +123,16 @@ func (c *Conn) Read(p []byte) (int, error) {
 // readOnce is RawConn.Read's function: one read, false when the socket
 // has nothing yet (the netpoller then waits for it).
 func (c *Conn) readOnce(fd uintptr) bool {
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.rp))), uintptr(len(c.rp)))
-		switch e {
-		case 0:
-			c.rn = int(n)
-			return true
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		default:
-			c.rerr = e
-			return true
-		}
+	n, e := RawIO(syscall.SYS_READ, fd, c.rp)
+	switch e {
+	case 0:
+		c.rn = n
+		return true
+	case syscall.EAGAIN:
+		return false
+	default:
+		c.rerr = e
+		return true
 	}
 }
 
@@ -172,13 +168,8 @@ func (c *Conn) writeAll(fd uintptr) bool {
 			end = c.wn + maxRW
 		}
 		rest := c.wp[c.wn:end]
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(rest))), uintptr(len(rest)))
-		if e == syscall.EINTR {
-			continue
-		}
-		if e == 0 {
-			c.wn += int(n)
-		}
+		n, e := RawIO(syscall.SYS_WRITE, fd, rest)
+		c.wn += n
 		switch {
 		case c.wn == len(c.wp):
 			return true

@@ -5,9 +5,10 @@ package tcpproxy
 import (
 	"net"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockio"
 )
 
 // smallRead: a direction whose read is this small, and taken whole by
@@ -158,22 +159,16 @@ func (sd *relaySide) init(r *relay, i int, rc syscall.RawConn) {
 	sd.ctlFn = func(fd uintptr) { sd.ctlErr = r.l.ctl(r, i, int(fd), sd.ctlOp) }
 }
 
-// rawIO reads or writes p (not empty) on a non-blocking socket. The call
-// never blocks, so it is made without telling the scheduler (as a raw
-// system call): the loop keeps its P, and the runtime's monitor thread
-// is neither woken nor given a P to hand to another thread.
+// rawIO reads or writes p (not empty) on a non-blocking socket as a raw
+// system call (see sockio): the loop keeps its P, and the runtime's
+// monitor thread is neither woken nor given a P to hand to another
+// thread.
 func rawIO(trap, fd uintptr, p []byte) (int, error) {
-	for {
-		n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
-		switch e {
-		case 0:
-			return int(n), nil
-		case syscall.EINTR:
-			continue
-		default:
-			return 0, e
-		}
+	n, e := sockio.RawIO(trap, fd, p)
+	if e != 0 {
+		return 0, e
 	}
+	return n, nil
 }
 
 // read reads once into p: n > 0, or 0 and nil at the end of the stream,
