@@ -62,7 +62,7 @@ func TestDynamicForwardProxyClusterErrors(t *testing.T) {
 		},
 		"sub clusters of the DNS cluster extension with a bad setting": {
 			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {dns_cluster_config: {dns_min_refresh_rate: 0.5s}}", 1),
-			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config: its sub-clusters (STRICT_DNS copies of the cluster) would be refused: cluster_type.typed_config.dns_min_refresh_rate: must be at least 1s",
+			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config: its sub-clusters (DNS cluster (dns_cluster_config) copies of the cluster) would be refused: cluster_type.typed_config.dns_min_refresh_rate: must be at least 1s",
 		},
 		"sub clusters a STRICT_DNS cluster cannot be": {
 			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {lb_policy: LOAD_BALANCING_POLICY_CONFIG}", 1),

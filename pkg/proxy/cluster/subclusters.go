@@ -31,9 +31,13 @@ func (s *settings) checkSubClusters(td transportDeps, defaultBind *bindSettings,
 	cfg := subClusterConfig(s.dfp.source, s.dfp.sub, s.dfp.autoSNI, name, probeSubCluster, 80)
 	probe, errs := clusterSettings(cfg, td, defaultBind, caches)
 	closeTaps([]*settings{probe})
+	kind := "STRICT_DNS"
+	if s.dfp.sub.dnsCluster != nil {
+		kind = "DNS cluster (dns_cluster_config)"
+	}
 	out := make([]error, 0, len(errs))
 	for _, err := range errs {
-		out = append(out, configErrorf(dfpTypeConfig+".sub_clusters_config", "its sub-clusters (STRICT_DNS copies of the cluster) would be refused: %v", err))
+		out = append(out, configErrorf(dfpTypeConfig+".sub_clusters_config", "its sub-clusters (%s copies of the cluster) would be refused: %v", kind, err))
 	}
 	return out
 }
