@@ -40,9 +40,39 @@ const clientLag = 150 * time.Millisecond
 // [setting - early, setting + lateBy].
 func firedOnTime(t *testing.T, what string, elapsed, setting, early time.Duration) {
 	t.Helper()
-	if elapsed < setting-early || elapsed > setting+lateBy {
+	late := elapsed > setting+lateBy
+	if late {
+		// Lateness says something about the proxy only when this process
+		// gets the CPU when it asks: on a starved machine (other test
+		// packages, benchmarks) a goroutine's wake-up alone can take
+		// longer than lateBy. Early firing is always an error.
+		if lag := schedulingLag(); lag > starvedLag {
+			t.Logf("%s fired after %v (want %v +%v), on a machine where a 1 ms sleep takes up to %v: lateness not judged",
+				what, elapsed.Round(time.Millisecond), setting, lateBy, lag.Round(time.Millisecond))
+			late = false
+		}
+	}
+	if elapsed < setting-early || late {
 		t.Errorf("%s fired after %v; want %v (-%v, +%v)", what, elapsed.Round(time.Millisecond), setting, early, lateBy)
 	}
+}
+
+// starvedLag is the oversleep of a 1 ms sleep past which the machine is
+// taken for starved of CPU.
+const starvedLag = 20 * time.Millisecond
+
+// schedulingLag is the longest oversleep of twenty 1 ms sleeps: how late
+// this process's goroutines wake right now.
+func schedulingLag() time.Duration {
+	var worst time.Duration
+	for range 20 {
+		start := time.Now()
+		time.Sleep(time.Millisecond)
+		if over := time.Since(start) - time.Millisecond; over > worst {
+			worst = over
+		}
+	}
+	return worst
 }
 
 // closedAt waits until the proxy closes c and returns when, or fails the
