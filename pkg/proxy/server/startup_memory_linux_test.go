@@ -3,7 +3,12 @@ package server
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
+	"os"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The test binary drops its own executable's pages and keeps running:
@@ -45,6 +50,71 @@ func TestDropExecutablePages(t *testing.T) {
 	if after := resident(); after >= before {
 		t.Fatalf("resident %d bytes after the drop, %d before", after, before)
 	}
+}
+
+// After the drop the executable's read-only mappings read no more than the
+// page a fault asks for (MADV_RANDOM), and the page cache no longer holds
+// the executable's pages that no process maps, so a fault's neighbours are
+// not mapped with it.
+func TestDropExecutablePagesFaultsByPage(t *testing.T) {
+	exe, err := selfExecutable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read the whole file, so that the page cache holds all of it.
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(io.Discard, f); err != nil {
+		t.Fatal(err)
+	}
+	before := cachedPages(t, f)
+	if _, err := dropExecutablePages(); err != nil {
+		t.Fatal(err)
+	}
+	after := cachedPages(t, f)
+	if after >= before {
+		t.Fatalf("%d of the executable's pages cached after the drop, %d before", after, before)
+	}
+	maps, err := executableMappings(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range maps {
+		if !m.random {
+			t.Errorf("mapping %#x-%#x is not advised MADV_RANDOM", m.start, m.end)
+		}
+	}
+	sum := sha256.Sum256([]byte("abc"))
+	if got := hex.EncodeToString(sum[:]); got != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Fatalf("sha256 after the drop: %s", got)
+	}
+}
+
+// cachedPages counts the pages of f that the page cache holds (mincore on
+// a mapping of the whole file, which maps nothing in by itself).
+func cachedPages(t *testing.T, f *os.File) int {
+	t.Helper()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
+	vec := make([]byte, (len(b)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }
 
 // The executable's mappings are found by path when the inode differs (as
