@@ -161,3 +161,38 @@ var _ = Describe("CONNECT-UDP termination (route connect_config, envoy.upstreams
 		Expect(statValue(s, "cluster.echo.upstream_rq_total")).To(Equal("0"))
 	})
 })
+
+var _ = Describe("CONNECT-UDP termination through a dynamic forward proxy cluster", func() {
+	It("resolves the target of the path through the DNS cache and relays datagrams to it; an unknown name is 503", func() {
+		dns := startDNSServer()
+		dns.set("echo.test", "127.0.0.1")
+		echo := startUDPEcho("E")
+		port := freePort()
+		cache := dfpCache("masque", dns.port, "")
+		listener := fmt.Sprintf(`{name: masque, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager,
+			stat_prefix: masque, upgrade_configs: [{upgrade_type: CONNECT-UDP}],
+			http_filters: [{name: envoy.filters.http.dynamic_forward_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig, dns_cache_config: %s}},
+				{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}],
+			route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: dfp, upgrade_configs: [{upgrade_type: CONNECT-UDP, connect_config: {}}]}}]}]}}}]}]}`, port, cache)
+		s := Start(newDir(), bootstrapOf([]string{listener}, []string{dfpCluster("dfp", cache, "")}))
+
+		c, r, status, _ := connectUDPH1(port, fmt.Sprintf("/.well-known/masque/udp/echo.test/%d/", echo))
+		Expect(status).To(Equal("HTTP/1.1 101 Switching Protocols"))
+		_, err := c.Write(capsule("ping"))
+		Expect(err).NotTo(HaveOccurred())
+		want := capsule("E:ping")
+		got := make([]byte, len(want))
+		_, err = io.ReadFull(r, got)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(Equal(want))
+		Expect(dns.queries.Load()).To(BeNumerically(">=", 1))
+		Expect(statValue(s, "dns_cache.masque.dns_query_success")).To(Equal("1"))
+		// The HTTP/1.1 client's close ends the tunnel.
+		Expect(statValue(s, "http.masque.downstream_cx_upgrades_active")).To(Equal("1"))
+		Expect(c.Close()).To(Succeed())
+		waitStat(s, "http.masque.downstream_cx_upgrades_active", "0")
+
+		_, _, status, _ = connectUDPH1(port, fmt.Sprintf("/.well-known/masque/udp/nowhere.test/%d/", echo))
+		Expect(status).To(HavePrefix("HTTP/1.1 503"))
+	})
+})

@@ -115,7 +115,10 @@ func (s *stream) connectUDP(cl UpstreamCluster, host *upstream.Host) {
 	if !s.openTunnel() {
 		return
 	}
-	side := &udpTunnelSide{conn: conn, buf: make([]byte, maxUDPPayload+1)}
+	// An HTTP/1.1 client's end of stream is its connection's end, which
+	// resets the stream in Envoy; an HTTP/2 client's END_STREAM leaves
+	// the host's datagrams flowing.
+	side := &udpTunnelSide{conn: conn, buf: make([]byte, maxUDPPayload+1), endWithClient: s.conn != nil}
 	s.runTunnel(tunnelEnd{r: side, w: side, conn: side})
 }
 
@@ -142,6 +145,8 @@ type udpTunnelSide struct {
 	// did not return of it yet.
 	capsule, rest []byte
 	parser        capsule.Parser
+	// endWithClient: the client's end of stream ends the tunnel.
+	endWithClient bool
 }
 
 // Read implements io.Reader: the next datagram of the host, as a
@@ -186,10 +191,11 @@ func (u *udpTunnelSide) Write(p []byte) (int, error) {
 }
 
 // CloseWrite is the client's end of stream: a capsule left incomplete is
-// a parse failure, which ends the tunnel; otherwise the host's datagrams
-// still come back, as UDP has no end to send it.
+// a parse failure, which ends the tunnel, as does the end of an HTTP/1.1
+// client; otherwise the host's datagrams still come back, as UDP has no
+// end to send it.
 func (u *udpTunnelSide) CloseWrite() error {
-	if u.parser.Buffered() > 0 {
+	if u.endWithClient || u.parser.Buffered() > 0 {
 		return u.conn.Close()
 	}
 	return nil

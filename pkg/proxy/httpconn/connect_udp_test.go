@@ -111,3 +111,14 @@ func TestUDPTunnelSide(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestUDPTunnelSideEndsWithHTTP1Client(t *testing.T) {
+	_, side := udpPair(t)
+	side.endWithClient = true
+	if err := side.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := side.Read(make([]byte, 10)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Read after an HTTP/1.1 client's end: %v, want closed", err)
+	}
+}
