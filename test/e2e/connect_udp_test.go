@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // connectUDPBootstrap has a UDP listener "udp" whose udp_proxy tunnels
@@ -75,7 +78,58 @@ func connectUDPH1(port int, path string) (net.Conn, *bufio.Reader, string, []str
 	}
 }
 
+// dialH2ConnectUDP opens an h2c connection to port and a CONNECT-UDP
+// extended CONNECT (RFC 9298) for path on stream 1, its HEADERS ending
+// the stream when headOnly, and reads until the response head. The
+// client is the WebSocket one's raw framer (upgrade_h2_test.go).
+func dialH2ConnectUDP(port int, path string, headOnly bool) *h2WSClient {
+	GinkgoHelper()
+	nc, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(nc.Close)
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	c := &h2WSClient{nc: nc, fr: http2.NewFramer(nc, nc), dec: hpack.NewDecoder(4096, nil), settings: map[http2.SettingID]uint32{}}
+	_, err = nc.Write([]byte(http2.ClientPreface))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(c.fr.WriteSettings()).To(Succeed())
+	var blk bytes.Buffer
+	enc := hpack.NewEncoder(&blk)
+	for _, f := range [][2]string{
+		{":method", "CONNECT"}, {":protocol", "connect-udp"}, {":scheme", "https"},
+		{":authority", "proxy.example"}, {":path", path}, {"capsule-protocol", "?1"},
+	} {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	Expect(c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk.Bytes(), EndHeaders: true, EndStream: headOnly})).To(Succeed())
+	for i := 0; c.status == "" && !c.ended; i++ {
+		Expect(i).To(BeNumerically("<", 100), "no response head")
+		c.readFrame()
+	}
+	return c
+}
+
 var _ = Describe("CONNECT-UDP termination (route connect_config, envoy.upstreams.http.udp)", func() {
+	It("answers an HTTP/2 extended CONNECT 200 and relays capsules; one whose HEADERS end the stream gets 400", func() {
+		echo := startUDPEcho("E")
+		httpPort := freePort()
+		s := Start(newDir(), connectUDPBootstrap(httpPort, echo, `"*"`))
+		c := dialH2ConnectUDP(httpPort, fmt.Sprintf("/.well-known/masque/udp/127.0.0.1/%d/", echo), false)
+		Expect(c.status).To(Equal("200"))
+		Expect(c.ended).To(BeFalse())
+		Expect(c.fr.WriteData(1, false, append(capsule("a"), capsule("bc")...))).To(Succeed())
+		want := append(capsule("E:a"), capsule("E:bc")...)
+		for i := 0; len(c.in) < len(want); i++ {
+			Expect(i).To(BeNumerically("<", 100), "no capsules")
+			Expect(c.ended).To(BeFalse(), "the stream ended")
+			c.readFrame()
+		}
+		Expect(c.in).To(Equal(want))
+
+		h := dialH2ConnectUDP(httpPort, fmt.Sprintf("/.well-known/masque/udp/127.0.0.1/%d/", echo), true)
+		Expect(h.status).To(Equal("400"))
+		Expect(statValue(s, "cluster.echo.upstream_rq_400")).To(Equal("1"))
+	})
+
 	It("carries a UDP client's datagrams through Outrigger's own CONNECT-UDP tunnel and terminator to a UDP server and back", func() {
 		echo := startUDPEcho("E")
 		httpPort := freePort()
