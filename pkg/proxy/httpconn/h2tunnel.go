@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"strings"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -16,6 +17,8 @@ func (st *h2Stream) detectUpgrade() bool {
 	case st.protocol != "":
 		s.upg.typ, s.upg.value, s.upg.connection = st.protocol, st.protocol, "upgrade"
 		s.upg.extended = true
+		s.upg.connectUDP = strings.EqualFold(st.protocol, router.UpgradeConnectUDP)
+		s.upg.headOnly = st.endStream
 		return true
 	case st.method == "CONNECT":
 		s.upg.typ, s.upg.connect = router.UpgradeConnect, true

@@ -156,6 +156,8 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	s.injectTrace(cl)
 	upstreamH2 := cl.HTTP2For(s.proto == protoHTTP2)
 	switch {
+	case s.upg.connectUDP && route.TerminatesConnectUDP():
+		s.connectUDP(cl, host)
 	case route.TerminatesTunnel(s.method, s.upg.connect):
 		s.connectTCP(cl, host, route.Connect)
 	case s.upg.typ != "" && upstreamH2:

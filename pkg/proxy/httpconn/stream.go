@@ -624,6 +624,9 @@ func (s *stream) decode() {
 		s.localReply(503, bodyOverloaded, accesslog.OverloadManager, "overload")
 		return
 	}
+	if s.upg.connectUDP && !s.rewriteConnectUDPAuthority() {
+		return
+	}
 	if s.upg.typ != "" && !s.admitUpgrade() {
 		return
 	}

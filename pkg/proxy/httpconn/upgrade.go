@@ -20,6 +20,12 @@ type upgradeState struct {
 	// extended is set for an HTTP/2 extended CONNECT (RFC 8441): its
 	// upstream's 101 goes to the client as a 200.
 	extended bool
+	// connectUDP is set for a CONNECT-UDP request (RFC 9298): the
+	// upgrade type connect-udp, over HTTP/1.1 or HTTP/2.
+	connectUDP bool
+	// headOnly is set when an HTTP/2 upgrade's HEADERS ended the stream:
+	// no payload can follow.
+	headOnly bool
 	// connection and value are the request's Connection and Upgrade
 	// header values, forwarded verbatim with the upgrade, as Envoy does.
 	connection string
@@ -84,6 +90,7 @@ func (s *stream) detectUpgradeHTTP1(req *http1.Request) {
 		return
 	}
 	s.upg.typ, s.upg.value, s.upg.connection = view(value), view(value), view(connection)
+	s.upg.connectUDP = strings.EqualFold(s.upg.typ, router.UpgradeConnectUDP)
 }
 
 // admitUpgrade decides, once the route is known and before any filter

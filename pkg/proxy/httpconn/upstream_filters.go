@@ -61,7 +61,7 @@ func (s *stream) upstreamChain(cl UpstreamCluster) *httpfilter.UpstreamChain {
 func (s *stream) decodeUpstream(route *router.Route) bool {
 	s.destroyUpstreamFilters()
 	c := s.upstreamChain(s.cluster)
-	if c == nil || route.TerminatesTunnel(s.method, s.upg.connect) {
+	if c == nil || route.TerminatesTunnel(s.method, s.upg.connect) || (s.upg.connectUDP && route.TerminatesConnectUDP()) {
 		return true
 	}
 	us := upstreamStream{s}

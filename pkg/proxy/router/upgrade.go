@@ -12,9 +12,17 @@ import (
 // treats as an upgrade named by their method.
 const UpgradeConnect = "CONNECT"
 
+// UpgradeConnectUDP is the upgrade type of CONNECT-UDP requests (RFC
+// 9298): an HTTP/1.1 Upgrade to connect-udp, or an HTTP/2 extended
+// CONNECT with :protocol connect-udp.
+const UpgradeConnectUDP = "CONNECT-UDP"
+
 // ConnectConfig is a route's connect_config: CONNECT requests on the
 // route end at the proxy, which answers 200 and carries the request's
-// payload to the cluster's host over TCP.
+// payload to the cluster's host over TCP; CONNECT-UDP requests end there
+// too, their capsules' datagrams going to the host over UDP. As in Envoy,
+// a route has one: the connect_config of its CONNECT or its CONNECT-UDP
+// upgrade (the last one given), and it serves both kinds of request.
 type ConnectConfig struct {
 	// AllowPost: POST requests on the route are carried the same way,
 	// their body as the payload (allow_post).
@@ -53,7 +61,7 @@ func compileUpgrades(r *Route, cfgs []*routev3.RouteAction_UpgradeConfig) error 
 		if cc == nil {
 			continue
 		}
-		if !strings.EqualFold(t, UpgradeConnect) {
+		if !strings.EqualFold(t, UpgradeConnect) && !strings.EqualFold(t, UpgradeConnectUDP) {
 			return fmt.Errorf("upgrade_configs[%d].connect_config: non-CONNECT upgrade type %s has ConnectConfig", i, u.GetUpgradeType())
 		}
 		r.Connect = &ConnectConfig{AllowPost: cc.GetAllowPost()}
@@ -81,6 +89,11 @@ func compileUpgrades(r *Route, cfgs []*routev3.RouteAction_UpgradeConfig) error 
 func (r *Route) TerminatesTunnel(method string, isConnect bool) bool {
 	return r.Connect != nil && (isConnect || (r.Connect.AllowPost && method == "POST"))
 }
+
+// TerminatesConnectUDP reports whether the route ends a CONNECT-UDP
+// request at the proxy and relays its datagrams over UDP: any route with
+// a connect_config, as Envoy's router picks its UDP upstream.
+func (r *Route) TerminatesConnectUDP() bool { return r.Connect != nil }
 
 // Upgrade looks the upgrade type t (case-insensitive) up in the route's
 // upgrade_configs: whether the route sets it, and if so whether it enables

@@ -63,3 +63,29 @@ virtual_hosts:
 		t.Errorf("TLVs: %v", err)
 	}
 }
+
+func TestConnectUDPConfig(t *testing.T) {
+	tab := mustCompile(t, `
+virtual_hosts:
+- name: all
+  domains: ["*"]
+  routes:
+  - {name: masque, match: {prefix: /.well-known/masque/udp/}, route: {cluster: c, upgrade_configs: [{upgrade_type: CONNECT-UDP, connect_config: {}}]}}
+  - {name: fwd, match: {prefix: /}, route: {cluster: c, upgrade_configs: [{upgrade_type: connect-udp}]}}
+`)
+	r := tab.MatchRequest(&Request{Host: "10.0.0.1:53", Path: "/.well-known/masque/udp/10.0.0.1/53/", Method: "GET"})
+	if r == nil || r.Name != "masque" || !r.TerminatesConnectUDP() {
+		t.Fatalf("CONNECT-UDP matched %+v, want the masque route terminating it", r)
+	}
+	if enabled, set := r.Upgrade("connect-udp"); !enabled || !set {
+		t.Errorf("Upgrade(connect-udp) = %v, %v", enabled, set)
+	}
+	// As Envoy's, the route's one connect_config also ends a CONNECT.
+	if !r.TerminatesTunnel("CONNECT", true) {
+		t.Error("the connect_config of a CONNECT-UDP upgrade does not end a CONNECT on its route")
+	}
+	// Without connect_config, CONNECT-UDP is forwarded as an upgrade.
+	if fwd := tab.MatchRequest(&Request{Host: "x", Path: "/other", Method: "GET"}); fwd == nil || fwd.Name != "fwd" || fwd.TerminatesConnectUDP() {
+		t.Fatalf("forwarding route: %+v", fwd)
+	}
+}
