@@ -48,7 +48,7 @@ type target struct {
 
 // table is a compiled DnsTable, organised as Envoy's filter organises it:
 // virtual domains filed by the suffix of their name (its last two labels),
-// the suffixes telling which queries the table knows.
+// the suffixes telling which queries the table may answer.
 type table struct {
 	suffixes map[string]map[string]*endpoint
 	// ttls are the answer TTLs by virtual domain name (wildcards without
@@ -200,8 +200,8 @@ func (tb *table) key(name string) string {
 }
 
 // known reports whether the table has virtual domains with the suffix of
-// name: queries for such names are answered from the table, never
-// forwarded.
+// name: with client_config, only such names are looked up in the table
+// (and the clusters) before they are forwarded.
 func (tb *table) known(name string) bool {
 	_, ok := tb.suffixes[domainSuffix(tb.key(name))]
 	return ok
