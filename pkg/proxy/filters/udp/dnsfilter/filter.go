@@ -39,7 +39,6 @@ type Filter struct {
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
-	rng     *rand.Rand
 	pending uint64
 	lookups sync.WaitGroup
 }
@@ -58,7 +57,6 @@ func newFilter(c *config, ctx udpfilter.Context) *Filter {
 		clusters: ctx.Clusters,
 		log:      ctx.Log,
 		now:      now,
-		rng:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	if c.forward {
@@ -128,9 +126,7 @@ func (f *Filter) known(name string) bool {
 
 // send writes the response to q back to peer.
 func (f *Filter) send(sock udpfilter.Socket, peer netip.AddrPort, q *queryContext, start time.Time) {
-	f.mu.Lock()
-	b := buildResponse(q, f.cfg.forward, f.rng.IntN)
-	f.mu.Unlock()
+	b := buildResponse(q, f.cfg.forward, rand.IntN)
 	f.stats.txResponses.Inc()
 	f.stats.txBytes.Record(uint64(len(b)))
 	if q.parsed {

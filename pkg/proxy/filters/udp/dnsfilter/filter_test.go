@@ -535,7 +535,7 @@ func FuzzQuery(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte{0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xc0, 12})
 	tb, _ := compileTable(nil, false, rand.New(rand.NewPCG(1, 2)))
-	filter := &Filter{cfg: &config{table: tb}, stats: newFilterStats(stats.NewStore(), "f"), log: logr.Discard(), now: time.Now, rng: rand.New(rand.NewPCG(1, 2))}
+	filter := &Filter{cfg: &config{table: tb}, stats: newFilterStats(stats.NewStore(), "f"), log: logr.Discard(), now: time.Now}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := newSocket()
 		filter.OnDatagram(udpfilter.Datagram{Socket: s, Data: data})
