@@ -550,3 +550,38 @@ func FuzzQuery(f *testing.F) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+func TestResolverChoice(t *testing.T) {
+	compileYAML := func(y string) *config {
+		t.Helper()
+		j, err := yaml.YAMLToJSON([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := &dnsfilterv3.DnsFilterConfig{}
+		if err := protojson.Unmarshal(j, cfg); err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := compile(cfg, udpfilter.Context{Stats: stats.NewStore(), Log: logr.Discard()}, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	type caresOptions interface{ Options() dns.CaresOptions }
+	if c := compileYAML(`{stat_prefix: d}`); c.forward || c.resolver != nil {
+		t.Fatalf("without client_config: forward %v resolver %v", c.forward, c.resolver)
+	}
+	c := compileYAML(`{stat_prefix: d, client_config: {max_pending_lookups: 3, dns_resolution_config: {resolvers: [{socket_address: {address: 127.0.0.1, port_value: 5300}}], dns_resolver_options: {use_tcp_for_dns_lookups: true}}}}`)
+	o, ok := c.resolver.(caresOptions)
+	if !ok || !c.forward || c.maxPending != 3 || c.resolverTimeout != defaultResolverTimeout {
+		t.Fatalf("dns_resolution_config: %+v", c)
+	}
+	if got := o.Options(); len(got.Resolvers) != 1 || got.Resolvers[0] != "127.0.0.1:5300" || !got.UseTCP {
+		t.Fatalf("options %+v", got)
+	}
+	c = compileYAML(`{stat_prefix: d, client_config: {max_pending_lookups: 1, resolver_timeout: 3s}}`)
+	if o, ok := c.resolver.(caresOptions); !ok || len(o.Options().Resolvers) != 0 || c.resolverTimeout != 3*time.Second {
+		t.Fatalf("default resolver: %+v", c)
+	}
+}
