@@ -309,6 +309,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedRouteTLSMatch,
 	supportedEarlyMutation,
 	supportedXFCCMatcher,
+	supportedDNSFilter,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

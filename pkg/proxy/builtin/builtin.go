@@ -86,6 +86,7 @@ import (
 	sniclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_cluster/v3"
 	snidfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_dynamic_forward_proxy/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	dnsfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/dns_filter/v3"
 	udpcapsulev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/session/http_capsule/v3"
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 	celfmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/cel/v3"
@@ -229,6 +230,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snidynamicforwardproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/rbacengine"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/dnsfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/session/httpcapsule"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/udpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck/eventsink"
@@ -394,6 +396,7 @@ func Registry() *extension.Registry {
 		extension.Of(snidynamicforwardproxy.Name, NetworkFilters, &snidfpv3.FilterConfig{}, snidynamicforwardproxy.Factory{}),
 		extension.Of(tcpproxy.Name, NetworkFilters, &tcpproxyv3.TcpProxy{}, tcpproxy.Factory{}),
 
+		extension.Of(dnsfilter.Name, udpfilter.Category, &dnsfilterv3.DnsFilterConfig{}, dnsfilter.Factory{}),
 		extension.Of(udpproxy.Name, udpfilter.Category, &udpproxyv3.UdpProxyConfig{}, udpproxy.Factory{}),
 		extension.Of(httpcapsule.Name, udpfilter.SessionCategory, &udpcapsulev3.FilterConfig{}, httpcapsule.Factory{}),
 

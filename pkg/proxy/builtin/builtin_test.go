@@ -105,6 +105,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.network proxy.filters.network.sni_dynamic_forward_proxy envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig",
 		"envoy.filters.network proxy.filters.network.tcp_proxy envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
 		"envoy.filters.udp.session proxy.filters.udp.session.http_capsule envoy.extensions.filters.udp.udp_proxy.session.http_capsule.v3.FilterConfig",
+		"envoy.filters.udp_listener proxy.filters.udp.dns_filter envoy.extensions.filters.udp.dns_filter.v3.DnsFilterConfig",
 		"envoy.filters.udp_listener proxy.filters.udp_listener.udp_proxy envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig",
 		"envoy.formatter proxy.formatter.cel envoy.extensions.formatter.cel.v3.Cel",
 		"envoy.formatter proxy.formatter.metadata envoy.extensions.formatter.metadata.v3.Metadata",
