@@ -340,3 +340,182 @@ var _ = Describe("Tracing of the ext_authz and ext_proc calls", func() {
 		Expect(spansOfTrace(collector.received(), incomingTrace)).To(BeEmpty())
 	})
 })
+
+// httpCheckSpansBootstrap is a traced listener (OpenTelemetry, every
+// request sampled unless its context says otherwise) whose ext_authz
+// filter asks the HTTP authorization server on authzPort (cluster
+// authz_http, path_prefix /auth, a 1 s timeout): /quiet/ routes set
+// emit_client_span false.
+func httpCheckSpansBootstrap(port, upPort, authzPort, otlpPort int) string {
+	return fmt.Sprintf(`
+node: {id: spans-node, cluster: spans-cluster}
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+layered_runtime:
+  layers:
+  - name: static
+    static_layer:
+      tracing.opentelemetry.min_flush_spans: 1
+      tracing.opentelemetry.flush_interval_ms: 100
+static_resources:
+  clusters:
+  - name: up
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: up
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
+  - name: authz_http
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: authz_http
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
+%s
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: spans
+          tracing:
+            provider:
+              name: envoy.tracers.opentelemetry
+              typed_config:
+                "@type": type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig
+                service_name: spans-proxy
+                grpc_service: {envoy_grpc: {cluster_name: otlp}, timeout: 1s}
+            random_sampling: {value: 100}
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: /quiet/}
+                route: {cluster: up}
+                typed_per_filter_config:
+                  envoy.filters.http.ext_authz:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
+                    check_settings: {emit_client_span: false}
+              - match: {prefix: /}
+                route: {cluster: up}
+          http_filters:
+          - name: envoy.filters.http.ext_authz
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz
+              http_service: {server_uri: {uri: "http://authz", cluster: authz_http, timeout: 1s}, path_prefix: /auth}
+              transport_api_version: V3
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+`, upPort, authzPort, grpcCollectorCluster(otlpPort), port)
+}
+
+const httpCheckSpanName = "async authz_http egress"
+
+var _ = Describe("Tracing of the ext_authz HTTP service's check", func() {
+	var (
+		collector *otlpCollector
+		authz     *httpAuthz
+		up        *tracedUpstream
+		authzPort int
+		otlpPort  int
+	)
+	BeforeEach(func() {
+		collector, otlpPort = startOTLPCollector()
+		authz = &httpAuthz{}
+		addr := httpTestUpstream(authz, false)
+		_, p, _ := net.SplitHostPort(addr)
+		_, _ = fmt.Sscan(p, &authzPort)
+		up = startTracedUpstream()
+	})
+
+	It("gives a traced request's check a client span under its own, tagged as Envoy's asynchronous client, whose context the service receives", func() {
+		port := freePort()
+		Start(newDir(), httpCheckSpansBootstrap(port, up.port, authzPort, otlpPort))
+
+		code, _ := tracedGet(port, "/allow/a", http.Header{"Traceparent": {"00-" + incomingTrace + "-" + incomingSpan + "-01"}})
+		Expect(code).To(Equal(200))
+		Eventually(func() []*tracepb.Span { return spansOfTrace(collector.received(), incomingTrace) }).Should(HaveLen(2))
+		spans := spansOfTrace(collector.received(), incomingTrace)
+		ingress, check := spanNamed(spans, "ingress"), spanNamed(spans, httpCheckSpanName)
+		Expect(ingress).NotTo(BeNil())
+		Expect(check).NotTo(BeNil(), "spans %v", spans)
+		Expect(check.GetParentSpanId()).To(Equal(ingress.GetSpanId()))
+		Expect(check.GetKind()).To(Equal(tracepb.Span_SPAN_KIND_CLIENT))
+		authzAddr := fmt.Sprintf("127.0.0.1:%d", authzPort)
+		for k, v := range map[string]string{
+			"ext_authz_http_status": "OK", "ext_authz_status": "ext_authz_ok",
+			"http.protocol": "HTTP/1.1", "upstream_address": authzAddr, "peer.address": authzAddr,
+			"component": "proxy", "upstream_cluster": "authz_http", "upstream_cluster.name": "authz_http",
+			"http.status_code": "200", "response_flags": "-", "error": "",
+		} {
+			Expect(spanAttr(check, k)).To(Equal(v), k)
+		}
+		// The service continues the trace from the check's span; the
+		// upstream's parent is still the request's span.
+		trace, parent, flags := traceparentOf(authz.traceparent("/auth/allow/a"))
+		Expect([]string{trace, parent, flags}).To(Equal([]string{incomingTrace, hex.EncodeToString(check.GetSpanId()), "01"}))
+		_, parent, _ = traceparentOf(up.headers("/allow/a").Get("Traceparent"))
+		Expect(parent).To(Equal(hex.EncodeToString(ingress.GetSpanId())))
+
+		// A denial: the answer's status and the decision tagged.
+		const deniedTrace = "0af7651916cd43dd8448eb211c80319c"
+		code, _ = tracedGet(port, "/deny", http.Header{"Traceparent": {"00-" + deniedTrace + "-" + incomingSpan + "-01"}})
+		Expect(code).To(Equal(403))
+		Eventually(func() *tracepb.Span {
+			return spanNamed(spansOfTrace(collector.received(), deniedTrace), httpCheckSpanName)
+		}).ShouldNot(BeNil())
+		denied := spanNamed(spansOfTrace(collector.received(), deniedTrace), httpCheckSpanName)
+		Expect(spanAttr(denied, "ext_authz_http_status")).To(Equal("Forbidden"))
+		Expect(spanAttr(denied, "ext_authz_status")).To(Equal("ext_authz_unauthorized"))
+		Expect(spanAttr(denied, "http.status_code")).To(Equal("403"))
+		Expect(spanAttr(denied, "error")).To(BeEmpty())
+
+		// The timeout: the local reply Envoy's client makes of it, an error.
+		const hungTrace = "1af7651916cd43dd8448eb211c80319c"
+		code, _ = tracedGet(port, "/hang", http.Header{"Traceparent": {"00-" + hungTrace + "-" + incomingSpan + "-01"}})
+		Expect(code).To(Equal(403))
+		Eventually(func() *tracepb.Span {
+			return spanNamed(spansOfTrace(collector.received(), hungTrace), httpCheckSpanName)
+		}).ShouldNot(BeNil())
+		hung := spanNamed(spansOfTrace(collector.received(), hungTrace), httpCheckSpanName)
+		Expect(spanAttr(hung, "ext_authz_http_status")).To(Equal("Gateway Timeout"))
+		Expect(spanAttr(hung, "http.status_code")).To(Equal("504"))
+		Expect(spanAttr(hung, "response_flags")).To(Equal("UT"))
+		Expect(spanAttr(hung, "error")).To(Equal("true"))
+	})
+
+	It("sends the request span's own context and reports no check span with emit_client_span false, and an unsampled request's own unsampled context", func() {
+		port := freePort()
+		Start(newDir(), httpCheckSpansBootstrap(port, up.port, authzPort, otlpPort))
+		code, _ := tracedGet(port, "/quiet/a", http.Header{"Traceparent": {"00-" + incomingTrace + "-" + incomingSpan + "-01"}})
+		Expect(code).To(Equal(200))
+		Eventually(func() *tracepb.Span {
+			return spanNamed(spansOfTrace(collector.received(), incomingTrace), "ingress")
+		}).ShouldNot(BeNil())
+		ingress := spanNamed(spansOfTrace(collector.received(), incomingTrace), "ingress")
+		trace, parent, flags := traceparentOf(authz.traceparent("/auth/quiet/a"))
+		Expect([]string{trace, parent, flags}).To(Equal([]string{incomingTrace, hex.EncodeToString(ingress.GetSpanId()), "01"}))
+		// The check's span would have been exported before the ingress
+		// span, which ends last.
+		Expect(spansOfTrace(collector.received(), incomingTrace)).To(HaveLen(1))
+
+		const unsampledTrace = "2af7651916cd43dd8448eb211c80319c"
+		code, _ = tracedGet(port, "/unsampled", http.Header{"Traceparent": {"00-" + unsampledTrace + "-" + incomingSpan + "-00"}})
+		Expect(code).To(Equal(200))
+		trace, checkParent, flags := traceparentOf(authz.traceparent("/auth/unsampled"))
+		Expect([]string{trace, flags}).To(Equal([]string{unsampledTrace, "00"}))
+		_, upParent, _ := traceparentOf(up.headers("/unsampled").Get("Traceparent"))
+		Expect(checkParent).NotTo(Equal(upParent))
+		Expect(checkParent).NotTo(Equal(incomingSpan))
+
+		// A sampled request afterwards is exported alone.
+		code, _ = tracedGet(port, "/allow/b", nil)
+		Expect(code).To(Equal(200))
+		Eventually(func() *tracepb.Span { return spanNamed(collector.received(), httpCheckSpanName) }).ShouldNot(BeNil())
+		Expect(spansOfTrace(collector.received(), unsampledTrace)).To(BeEmpty())
+	})
+})

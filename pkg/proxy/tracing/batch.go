@@ -83,9 +83,15 @@ type Batcher struct {
 	enc, spareEnc []byte
 	nEnc          int
 
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	// kick wakes the exporting goroutine: min_flush_spans reached, the
+	// flush timer's turn (due), or Close (stopping). One channel, so that
+	// the goroutine parks in a plain receive: a select over a timer's
+	// channel and two others locked the three channels and put the timer
+	// in and out of the runtime's heap at every wake-up, one per export.
+	kick          chan struct{}
+	due, stopping atomic.Bool
+	timer         *time.Timer
+	done          chan struct{}
 	// ctx ends exports: cancelled when the last export's grace is over.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -151,7 +157,6 @@ func NewBatcher(exp Exporter, opts BatchOptions, ctx Context) *Batcher {
 		reportsSent:   sc.Counter("reports_sent"),
 		reportsFailed: sc.Counter(opts.FailedStat),
 		kick:          make(chan struct{}, 1),
-		stop:          make(chan struct{}),
 		done:          make(chan struct{}),
 		keyMinFlush:   opts.RuntimePrefix + "min_flush_spans",
 		keyInterval:   opts.RuntimePrefix + "flush_interval_ms",
@@ -162,8 +167,29 @@ func NewBatcher(exp Exporter, opts BatchOptions, ctx Context) *Batcher {
 	}
 	b.snapshots, _ = ctx.Runtime.(runtimeSnapshots)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.timer = time.AfterFunc(b.interval(), func() {
+		b.due.Store(true)
+		b.wake()
+	})
 	go b.run()
 	return b
+}
+
+// interval is the runtime's flush_interval_ms (Envoy's default 5000).
+func (b *Batcher) interval() time.Duration {
+	ms := b.runtime(b.keyInterval, 5000)
+	if ms == 0 {
+		ms = 1
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// wake wakes the exporting goroutine, unless a wake-up is pending.
+func (b *Batcher) wake() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
 }
 
 // runtime reads one of the tracer's runtime values, by its full key.
@@ -212,10 +238,7 @@ func (b *Batcher) ReportEncoded(e SpanEncoder, s *Span) {
 // min_flush_spans.
 func (b *Batcher) kickAt(n int) {
 	if uint64(n) >= b.minFlushSpans() {
-		select {
-		case b.kick <- struct{}{}:
-		default:
-		}
+		b.wake()
 	}
 }
 
@@ -240,27 +263,22 @@ func (b *Batcher) minFlushSpans() uint64 {
 // run exports on the timer and when kicked, until Close.
 func (b *Batcher) run() {
 	defer close(b.done)
-	interval := func() time.Duration {
-		ms := b.runtime(b.keyInterval, 5000)
-		if ms == 0 {
-			ms = 1
-		}
-		return time.Duration(ms) * time.Millisecond
-	}
-	t := time.NewTimer(interval())
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			b.timerFlushed.Inc()
-			b.flush()
-			t.Reset(interval())
-		case <-b.kick:
-			b.gather()
-			b.flush()
-		case <-b.stop:
+	defer b.timer.Stop()
+	for range b.kick {
+		switch {
+		case b.stopping.Load():
 			b.flush()
 			return
+		case b.due.Swap(false):
+			// The timer's turn: what waits goes now, and the timer is
+			// armed again from here, as Envoy's tracers re-enable
+			// theirs after each flush.
+			b.timerFlushed.Inc()
+			b.flush()
+			b.timer.Reset(b.interval())
+		default:
+			b.gather()
+			b.flush()
 		}
 	}
 }
@@ -364,7 +382,8 @@ func (b *Batcher) Close() error {
 	}
 	b.closed = true
 	b.mu.Unlock()
-	close(b.stop)
+	b.stopping.Store(true)
+	b.wake()
 	timer := time.AfterFunc(closeGrace, b.cancel)
 	<-b.done
 	timer.Stop()

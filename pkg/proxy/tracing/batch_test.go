@@ -375,3 +375,48 @@ func TestBatcherBoundsEncodedSpans(t *testing.T) {
 		t.Errorf("exported %d spans and %q (%v)", exp.count(), enc, n)
 	}
 }
+
+// TestBatcherFlushesOnInterval: below min_flush_spans, the spans go at
+// the flush interval, counted in timer_flushed, and the timer is armed
+// again after each flush; Close exports what is left.
+func TestBatcherFlushesOnInterval(t *testing.T) {
+	exp := &fakeExporter{}
+	st := stats.NewStore()
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t."}, Context{Stats: st, Runtime: fixedRuntime{"t.min_flush_spans": 100, "t.flush_interval_ms": 20}})
+	report := func() {
+		s := NewSpan(b, nil)
+		s.Sampled = true
+		s.Finish(time.Now())
+	}
+	report()
+	report()
+	waitFor(t, "the first timed flush", func() bool { return exp.count() == 2 })
+	flushed := counter(st, "timer_flushed")
+	if flushed == 0 {
+		t.Fatal("timer_flushed not counted")
+	}
+	report()
+	waitFor(t, "a later timed flush", func() bool { return exp.count() == 3 })
+	if counter(st, "timer_flushed") <= flushed {
+		t.Error("the later flush was not the timer's")
+	}
+	waitFor(t, "more turns of the timer", func() bool { return counter(st, "timer_flushed") >= flushed+3 })
+	// Empty turns export nothing.
+	if n := counter(st, "reports_sent"); n != 2 {
+		t.Errorf("reports_sent = %d, want 2", n)
+	}
+	// Close exports what waits, once, then drops.
+	b2 := NewBatcher(exp, BatchOptions{StatPrefix: "u.", RuntimePrefix: "t."}, Context{Stats: st, Runtime: fixedRuntime{"t.min_flush_spans": 100}})
+	s := NewSpan(b2, nil)
+	s.Sampled = true
+	s.Finish(time.Now())
+	if err := b2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exp.count() != 4 {
+		t.Errorf("exported %d spans after Close, want 4", exp.count())
+	}
+}

@@ -129,9 +129,6 @@ var _ io.Closer = (*config)(nil)
 // compile checks and compiles an ExtAuthz. Fields Outrigger does not
 // implement are refused with their path.
 func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
-	if err := refuseUnsupported(p); err != nil {
-		return nil, err
-	}
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
@@ -249,16 +246,6 @@ func openGRPC(gs *corev3.GrpcService, svc httpfilter.Services, def time.Duration
 		return nil, 0, err
 	}
 	return &grpcClient{c: c}, timeout, nil
-}
-
-// refuseUnsupported refuses the fields Outrigger does not implement (or
-// implements only at their default) with their paths.
-func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
-	switch {
-	case p.GetEmitClientSpan() != nil && p.GetHttpService() != nil:
-		return errors.New("emit_client_span: not supported with http_service by Outrigger (only the calls to a gRPC authorization service are traced)")
-	}
-	return nil
 }
 
 // compileBody compiles a BufferSettings.

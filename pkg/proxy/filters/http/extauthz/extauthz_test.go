@@ -127,7 +127,6 @@ func TestCompileRefuses(t *testing.T) {
 		"relative path_override":        {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_override": "b"}}`, `http_service.path_override: should start with "/"`},
 		"http retry_on":                 {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {"retry_on": "5xx"}}}`, "http_service.retry_policy.retry_on: not supported by Outrigger for the HTTP service"},
 		"allowed_headers twice":         {`{"allowed_headers": {"patterns": [{"exact": "a"}]}, "http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"allowed_headers": {"patterns": [{"exact": "b"}]}}}}`, "allowed_headers: invalid duplicate configuration"},
-		"emit_client_span with http":    {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}}, "emit_client_span": false}`, "emit_client_span: not supported with http_service"},
 		"http headers_to_add %":         {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"headers_to_add": [{"key": "a", "value": "%NOPE%"}]}}}`, "headers_to_add[0].value"},
 	}
 	for name, tc := range tests {
@@ -158,12 +157,6 @@ func TestCompileRouteRefuses(t *testing.T) {
 				AuthorizationRequest: &extauthzv3.AuthorizationRequest{AllowedHeaders: &matcherv3.ListStringMatcher{}},
 			}},
 		}), "check_settings.http_service.authorization_request.allowed_headers: not supported in a per-route override"},
-		"emit_client_span with an http override": {checkSettings(&extauthzv3.CheckSettings{
-			EmitClientSpan: wrapperspb.Bool(false),
-			ServiceOverride: &extauthzv3.CheckSettings_HttpService{HttpService: &extauthzv3.HttpService{
-				ServerUri: &corev3.HttpUri{Uri: "http://a", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "authz"}},
-			}},
-		}), "check_settings.emit_client_span: not supported with check_settings.http_service"},
 		"both body settings": {&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: &extauthzv3.CheckSettings{
 			DisableRequestBodyBuffering: true, WithRequestBody: &extauthzv3.BufferSettings{MaxRequestBytes: 1},
 		}}}, "Only one of disable_request_body_buffering or with_request_body"},
@@ -604,7 +597,7 @@ func TestGRPCClient(t *testing.T) {
 				}
 				return
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(response{}, headerEdit{}), protocmp.Transform()); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(response{}, headerEdit{}, httpAnswer{}), protocmp.Transform()); diff != "" {
 				t.Errorf("response (-want +got):\n%s", diff)
 			}
 		})
@@ -721,9 +714,12 @@ func TestHTTPClient(t *testing.T) {
 		requestHeaders:  []headerEdit{{"x-append", "a", actionAdd}, {"x-up", "u", actionSet}},
 		headersToRemove: []string{"x-one", "x-two"},
 		responseHeaders: []headerEdit{{"x-client", "c", actionAdd}},
+		// The answer's status, for a span; no address (an untraced
+		// check does not watch its connection).
+		http: httpAnswer{status: 200},
 	}
 	sortEdits(got)
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(response{}, headerEdit{})); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(response{}, headerEdit{}, httpAnswer{})); diff != "" {
 		t.Errorf("allowed (-want +got):\n%s", diff)
 	}
 	mu.Lock()

@@ -97,12 +97,14 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	start := time.Now()
 	// The check's span starts here, where the request's span may be
 	// read; the call's goroutine finishes it.
-	sp := checkSpan(s, in, start)
+	sp, hsp := checkSpan(s, in, start), httpCheckSpan(s, in, start)
 	ctx = grpcservice.WithCallMetadata(ctx, sp.Metadata())
+	ctx = withHTTPSpan(ctx, hsp)
 	go func() {
 		defer close(done)
 		resp = in.client.check(ctx, req, rendered)
 		finishCheckSpan(sp, ctx, resp)
+		finishHTTPCheckSpan(hsp, ctx, resp)
 	}()
 	if !s.Wait(done) {
 		// The client went away or the stream timed out: the call is

@@ -33,7 +33,12 @@ const headersToRemoveHeader = "x-envoy-auth-headers-to-remove"
 // with_request_body, the body.
 // 200 allows; a 5xx status is a failure; any other status denies.
 type httpClient struct {
-	transport  *http.Transport
+	transport *http.Transport
+	// cluster is server_uri.cluster, reached through svc: the check's
+	// span is named and tagged after it.
+	cluster string
+	svc     httpfilter.Services
+
 	pathPrefix string
 	// pathOverride, when set, is the whole path of every check request
 	// (the client's path and query are not sent).
@@ -90,7 +95,7 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services, def time
 			return nil, 0, errors.New("path_override: should start with \"/\"")
 		}
 	}
-	c := &httpClient{pathPrefix: hs.GetPathPrefix(), pathOverride: hs.GetPathOverride()}
+	c := &httpClient{cluster: name, svc: svc, pathPrefix: hs.GetPathPrefix(), pathOverride: hs.GetPathOverride()}
 	req := hs.GetAuthorizationRequest()
 	for i, h := range req.GetHeadersToAdd() {
 		k := strings.ToLower(h.GetKey())
@@ -140,8 +145,10 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services, def time
 	return c, timeout, nil
 }
 
-// check implements checker.
+// check implements checker. A traced request's check carries the trace
+// context of sp (its client span, or the request's own).
 func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest, rendered []string) *response {
+	sp := httpSpanOf(ctx)
 	hr := cr.GetAttributes().GetRequest().GetHttp()
 	body := hr.GetBody()
 	if raw := hr.GetRawBody(); len(raw) > 0 {
@@ -189,20 +196,35 @@ func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest, rendere
 			}
 			req.Header.Set(h.name, v)
 		}
+		// The check's trace context goes last, as Envoy's client
+		// injects it into the request it was given.
+		for name, vs := range sp.Header() {
+			req.Header[name] = vs
+		}
 		return req, nil
+	}
+	var host hostSeen
+	if sp.Recording() {
+		ctx = host.watch(ctx)
 	}
 	resp, err := retried(ctx, c.retry, c.transport, newReq)
 	if err != nil {
-		return errorResponse(err.Error())
+		r := errorResponse(err.Error())
+		r.http = failedAnswer(err, host.address())
+		return r
 	}
 	rbody := resp.body
+	answered := httpAnswer{status: resp.status, address: host.address()}
 	if resp.status >= 500 && resp.status < 600 {
-		return errorResponse("status " + strconv.Itoa(resp.status))
+		r := errorResponse("status " + strconv.Itoa(resp.status))
+		r.http = answered
+		return r
 	}
 	r := &response{status: statusOK}
 	if resp.status != http.StatusOK {
 		r = &response{status: statusDenied, httpStatus: resp.status, body: string(rbody)}
 	}
+	r.http = answered
 	for k, vs := range resp.header {
 		name := strings.ToLower(k)
 		if name == headersToRemoveHeader {

@@ -64,6 +64,8 @@ type response struct {
 	// callErr is the error of a gRPC check that got no answer (nil when
 	// the service answered), for the check's span.
 	callErr error
+	// http is what an HTTP service's check got, for the check's span.
+	http httpAnswer
 	// httpStatus is the status of a denied (or failed) request's local
 	// reply; 0 means the default (403, or status_on_error).
 	httpStatus int

@@ -49,8 +49,6 @@ func compileRoute(p *extauthzv3.ExtAuthzPerRoute, ctx httpfilter.Context) (*rout
 		return rc, nil
 	}
 	switch {
-	case cs.GetEmitClientSpan() != nil && cs.GetHttpService() != nil:
-		return nil, errors.New("check_settings.emit_client_span: not supported with check_settings.http_service by Outrigger (only the calls to a gRPC authorization service are traced)")
 	case cs.GetDisableRequestBodyBuffering() && cs.GetWithRequestBody() != nil:
 		// Envoy's words.
 		return nil, errors.New("check_settings: invalid configuration for check_settings. Only one of disable_request_body_buffering or with_request_body can be set")
