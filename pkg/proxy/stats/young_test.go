@@ -206,3 +206,52 @@ func TestSortMemoKeepsWalkOrder(t *testing.T) {
 		t.Fatalf("%d stats, want %d", len(got), len(want))
 	}
 }
+
+// TestLongRunsKeepWalkOrder makes more scopes under one parent than a
+// remembered run holds, with names whose walk order is not their creation
+// order nor their segments' byte order, under three tree roots: the
+// parent's long runs are the same under the counters' and the text
+// readouts' roots (one sort, reused) and another under the histograms'
+// (only every third scope has one). Every kind lists in name order, and
+// nothing of the long run is kept after the merge.
+func TestLongRunsKeepWalkOrder(t *testing.T) {
+	s := NewStore()
+	n := memoMaxRun + 500
+	want := map[Kind][]string{}
+	for i := range n {
+		name := strconv.Itoa((i * 7919) % n)
+		switch i % 4 {
+		case 1:
+			name += "-x"
+		case 2:
+			name += ".x"
+		}
+		sc := s.Scope("cluster." + name + ".")
+		sc.Counter("rq")
+		want[KindCounter] = append(want[KindCounter], sc.Prefix()+"rq")
+		sc.TextReadout("version_text")
+		want[KindTextReadout] = append(want[KindTextReadout], sc.Prefix()+"version_text")
+		if i%3 == 0 {
+			sc.Histogram("time", UnitMilliseconds)
+			want[KindHistogram] = append(want[KindHistogram], sc.Prefix()+"time")
+		}
+	}
+	got := map[Kind][]string{}
+	if err := s.Visit(VisitOptions{}, func(st *Stat) error {
+		got[st.Kind] = append(got[st.Kind], string(st.Name))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for k, names := range want {
+		slices.Sort(names)
+		if !slices.Equal(got[k], names) {
+			t.Errorf("%s: %d listed, want %d, or out of order", k, len(got[k]), len(names))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.memo.long.segs != nil || s.memo.long.perm != nil {
+		t.Error("the long run was kept after the merge")
+	}
+}
