@@ -92,6 +92,16 @@ func (s *Store) resolvePrefix(root uint32, prefix string, create bool) (uint32, 
 		return c.node, true
 	}
 	parent, rest := root, prefix
+	if c.valid {
+		// The prefixes a cluster makes its scopes with one after
+		// another ("cluster.<name>.", then its
+		// "cluster.<name>.circuit_breakers.default." and ".high.", and
+		// the next cluster's) share their first segments with the last:
+		// the node of the shared part is the last prefix's node, or an
+		// ancestor of it, found by climbing rather than by a lookup per
+		// segment.
+		parent, rest = s.sharedPrefix(c, prefix)
+	}
 	for rest != "" {
 		head, tail, _ := strings.Cut(rest, ".")
 		var ok bool
@@ -102,6 +112,28 @@ func (s *Store) resolvePrefix(root uint32, prefix string, create bool) (uint32, 
 	}
 	*c = prefixCache{valid: true, prefix: prefix, node: parent}
 	return parent, true
+}
+
+// sharedPrefix returns the node of the longest run of whole segments
+// prefix shares with c's prefix, and the rest of prefix after it. The
+// caller holds s.mu.
+func (s *Store) sharedPrefix(c *prefixCache, prefix string) (uint32, string) {
+	n := 0
+	for n < len(prefix) && n < len(c.prefix) && prefix[n] == c.prefix[n] {
+		n++
+	}
+	// Back to the end of the last whole segment in common (both end
+	// with a dot, so a full match of either is one).
+	for n > 0 && prefix[n-1] != '.' {
+		n--
+	}
+	node := c.node
+	for _, b := range []byte(c.prefix[n:]) {
+		if b == '.' {
+			node = s.nodes.at(node).parent
+		}
+	}
+	return node, prefix[n:]
 }
 
 // prefixCache is the last prefix resolvePrefix resolved under one root.

@@ -255,3 +255,40 @@ func TestLongRunsKeepWalkOrder(t *testing.T) {
 		t.Error("the long run was kept after the merge")
 	}
 }
+
+// TestPrefixesSharingSegments makes stats under prefixes that share
+// whole segments, parts of segments or nothing with the prefix before
+// them (the resolved prefix's node is climbed from the last one's), as
+// scopes' stats and as names with dots: each stat is listed under its own
+// name, and found again by it.
+func TestPrefixesSharingSegments(t *testing.T) {
+	s := NewStore()
+	prefixes := []string{
+		"a.b.c.", "a.b.", "a.b.d.", "a.bc.", "a.b.c.d.", "a.", "ab.", "a.b.c.", "b.", "a.b-c.", "a.b.c.d.e.", "a.x.y.",
+	}
+	var want []string
+	made := map[string]*Counter{}
+	for i, p := range prefixes {
+		for _, name := range []string{"n", "m.k"} {
+			full := p + name
+			c := s.Scope(p).Counter(name)
+			if old, ok := made[full]; ok && old != c {
+				t.Fatalf("prefix %d: %s made twice", i, full)
+			}
+			if _, ok := made[full]; !ok {
+				want = append(want, full)
+			}
+			made[full] = c
+		}
+		s.Scope(p).Histogram("h", UnitMilliseconds)
+	}
+	slices.Sort(want)
+	if got := s.CounterNames(); !slices.Equal(got, want) {
+		t.Fatalf("counters %q, want %q", got, want)
+	}
+	for full, c := range made {
+		if got := s.Counter(full); got != c {
+			t.Errorf("%s finds another counter", full)
+		}
+	}
+}
