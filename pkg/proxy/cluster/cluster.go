@@ -205,20 +205,23 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	// The scheme of an absolute-form target under match_upstream.
 	s.protocol.h1Format.Secure = s.tls != nil
 	scope := d.stats.Scope("cluster." + s.observabilityName + ".")
+	// The scope's templates in one block: its traffic stats, the load
+	// balancer's, then the cluster's own (see clusterSets).
+	blocks := scope.NewBlocks(clusterSet(s.eds != nil))
 	c := &Cluster{
 		settings: s,
-		stats:    upstream.NewClusterStats(scope),
+		stats:    upstream.ClusterStatsOf(scope, blocks.Part(setTraffic)),
 		res:      newResources(scope, s.name, s.thresholds, s.perHostCx, d.runtime, d.now),
 		dial:     d.dial,
 		now:      d.now,
 		rand:     d.rand,
 		scope:    scope,
 		runtime:  d.runtime,
-		lbStats:  lb.NewStats(scope, s.subsets != nil),
+		lbStats:  lb.StatsOf(scope, blocks.Part(setLB), s.subsets != nil),
 		local:    d.local,
 		assigned: assignmentPolicy{factor: s.lb.OverprovisioningFactor, weighted: s.lb.WeightedPriorityHealth},
 	}
-	extra := c.extra.init(scope, s.eds != nil)
+	extra := c.extra.initFrom(blocks.Part(setExtra))
 	c.stats.Tracked = upstream.NewTrackedStats(scope, s.track.timeoutBudgets, s.track.sizes)
 	c.setDropOverload(s.drop)
 	if d.zones != nil {

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster/dnscluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // extraStats are the cluster stats of Envoy's that the shared ClusterStats do
@@ -177,7 +179,12 @@ func (e *extraStats) init(scope stats.Scope, eds bool) stats.Block {
 	if eds {
 		tmpl = extraEDSTemplate
 	}
-	b := scope.NewBlock(tmpl)
+	return e.initFrom(scope.NewBlock(tmpl))
+}
+
+// initFrom is init given the block of extraTemplate, or of
+// extraEDSTemplate, made under the cluster's scope; it returns b.
+func (e *extraStats) initFrom(b stats.Block) stats.Block {
 	e.maxHostWeight = b.Gauge(tMaxHostWeight)
 	e.update = dnscluster.Stats{
 		UpdateAttempt:   b.Counter(tUpdateAttempt),
@@ -186,4 +193,32 @@ func (e *extraStats) init(scope stats.Scope, eds bool) stats.Block {
 		UpdateNoRebuild: b.Counter(tUpdateNoRebuild),
 	}
 	return b
+}
+
+// clusterSets are the templates every cluster makes under its scope
+// "cluster.<name>.", joined so that they are made as one block (see
+// stats.TemplateSet): the traffic stats (part setTraffic), the load
+// balancer's (setLB) and extraTemplate (setExtra); the second set has
+// extraEDSTemplate instead, for an EDS cluster. Made one template after
+// another, each merge copied and compared the scope's list the ones
+// before had made: about a quarter of a CDS update of 10,000 EDS
+// clusters. They are never modified.
+var clusterSets = [2]*stats.TemplateSet{
+	stats.NewTemplateSet(upstream.ClusterTemplate(), lb.StatsTemplate(), extraTemplate),
+	stats.NewTemplateSet(upstream.ClusterTemplate(), lb.StatsTemplate(), extraEDSTemplate),
+}
+
+// The parts of a cluster set.
+const (
+	setTraffic = iota
+	setLB
+	setExtra
+)
+
+// clusterSet returns the set of templates of a cluster, EDS or not.
+func clusterSet(eds bool) *stats.TemplateSet {
+	if eds {
+		return clusterSets[1]
+	}
+	return clusterSets[0]
 }

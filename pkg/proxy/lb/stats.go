@@ -80,7 +80,18 @@ func newStatsTemplate() *stats.Template {
 // and lb_subsets_single_host_per_subset_duplicate in a cluster with
 // subsets (Envoy creates it with the subset balancer).
 func NewStats(scope stats.Scope, subsets bool) *Stats {
-	st := &Stats{scope: scope, SubsetsActive: scope.NewBlock(statsTemplate).Gauge(0)}
+	return StatsOf(scope, scope.NewBlock(statsTemplate), subsets)
+}
+
+// StatsTemplate returns the template of the stats NewStats makes in
+// every cluster, for a caller that makes it in a stats.TemplateSet with
+// others under the cluster's scope (see StatsOf).
+func StatsTemplate() *stats.Template { return statsTemplate }
+
+// StatsOf is NewStats given b, the block of StatsTemplate made under
+// scope.
+func StatsOf(scope stats.Scope, b stats.Block, subsets bool) *Stats {
+	st := &Stats{scope: scope, SubsetsActive: b.Gauge(0)}
 	if subsets {
 		st.SubsetsSingleHostDuplicate = scope.Gauge("lb_subsets_single_host_per_subset_duplicate")
 	}

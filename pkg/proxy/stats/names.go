@@ -92,6 +92,16 @@ func (s *Store) resolvePrefix(root uint32, prefix string, create bool) (uint32, 
 		return c.node, true
 	}
 	parent, rest := root, prefix
+	if c.valid {
+		// The prefixes a cluster makes its scopes with one after
+		// another ("cluster.<name>.", then its
+		// "cluster.<name>.circuit_breakers.default." and ".high.", and
+		// the next cluster's) share their first segments with the last:
+		// the node of the shared part is the last prefix's node, or an
+		// ancestor of it, found by climbing rather than by a lookup per
+		// segment.
+		parent, rest = s.sharedPrefix(c, prefix)
+	}
 	for rest != "" {
 		head, tail, _ := strings.Cut(rest, ".")
 		var ok bool
@@ -102,6 +112,28 @@ func (s *Store) resolvePrefix(root uint32, prefix string, create bool) (uint32, 
 	}
 	*c = prefixCache{valid: true, prefix: prefix, node: parent}
 	return parent, true
+}
+
+// sharedPrefix returns the node of the longest run of whole segments
+// prefix shares with c's prefix, and the rest of prefix after it. The
+// caller holds s.mu.
+func (s *Store) sharedPrefix(c *prefixCache, prefix string) (uint32, string) {
+	n := 0
+	for n < len(prefix) && n < len(c.prefix) && prefix[n] == c.prefix[n] {
+		n++
+	}
+	// Back to the end of the last whole segment in common (both end
+	// with a dot, so a full match of either is one).
+	for n > 0 && prefix[n-1] != '.' {
+		n--
+	}
+	node := c.node
+	for _, b := range []byte(c.prefix[n:]) {
+		if b == '.' {
+			node = s.nodes.at(node).parent
+		}
+	}
+	return node, prefix[n:]
 }
 
 // prefixCache is the last prefix resolvePrefix resolved under one root.
@@ -335,6 +367,10 @@ func (s *Store) sortAdds(adds []childAdd) {
 	for i, k := range ks {
 		adds[i] = childAdd{uint32(k.order >> 32), k.entry}
 	}
+	s.memo.long = memoRun{}
+	if cap(s.memo.scratch) > pendingKeep {
+		s.memo.scratch = nil
+	}
 }
 
 // groupByNode returns the sort keys of adds grouped by node, each node's
@@ -423,6 +459,12 @@ type sortKey struct {
 type sortMemo struct {
 	runs    map[uint64]*memoRun
 	scratch []sortKey // a run's copy while it is permuted
+	// long is the last run longer than memoMaxRun sorted by the current
+	// sortAdds, dropped when it returns: the parent of thousands of
+	// scopes has the same new children under each tree root that has
+	// them ("cluster.<name>." for counters, histograms and text
+	// readouts), so its runs repeat within one merge, never after.
+	long memoRun
 }
 
 type memoRun struct {
@@ -450,7 +492,11 @@ func (s *Store) sortRun(run []sortKey) {
 		}
 		return compareSiblings(s.segment(a.seg&metaMask), a.entry, s.segment(b.seg&metaMask), b.entry)
 	}
-	if len(run) < memoMinRun || len(run) > memoMaxRun {
+	if len(run) > memoMaxRun {
+		s.sortLongRun(run, cmpKeys)
+		return
+	}
+	if len(run) < memoMinRun {
 		slices.SortFunc(run, cmpKeys)
 		return
 	}
@@ -480,6 +526,31 @@ func (s *Store) sortRun(run []sortKey) {
 		m.runs = map[uint64]*memoRun{}
 	}
 	m.runs[h] = r
+}
+
+// sortLongRun is sortRun for a run longer than memoMaxRun: sorted, or
+// given the permutation of the previous long run of the same sortAdds
+// when it had the same segments and kinds in the same order.
+func (s *Store) sortLongRun(run []sortKey, cmpKeys func(a, b sortKey) int) {
+	m := &s.memo
+	r := &m.long
+	if len(r.segs) == len(run) && slices.EqualFunc(r.segs, run, func(seg uint32, k sortKey) bool { return seg == k.seg }) {
+		m.scratch = append(m.scratch[:0], run...)
+		orig := m.scratch
+		for i, p := range r.perm {
+			run[i] = orig[p]
+		}
+		return
+	}
+	r.segs, r.perm = slices.Grow(r.segs[:0], len(run))[:len(run)], slices.Grow(r.perm[:0], len(run))[:len(run)]
+	for i, k := range run {
+		r.segs[i] = k.seg
+		run[i].order = run[i].order&^(1<<32-1) | uint64(i)
+	}
+	slices.SortFunc(run, cmpKeys)
+	for i, k := range run {
+		r.perm[i] = int32(uint32(k.order))
+	}
 }
 
 // entryParent returns the parent node of a child entry.

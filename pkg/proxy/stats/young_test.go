@@ -206,3 +206,89 @@ func TestSortMemoKeepsWalkOrder(t *testing.T) {
 		t.Fatalf("%d stats, want %d", len(got), len(want))
 	}
 }
+
+// TestLongRunsKeepWalkOrder makes more scopes under one parent than a
+// remembered run holds, with names whose walk order is not their creation
+// order nor their segments' byte order, under three tree roots: the
+// parent's long runs are the same under the counters' and the text
+// readouts' roots (one sort, reused) and another under the histograms'
+// (only every third scope has one). Every kind lists in name order, and
+// nothing of the long run is kept after the merge.
+func TestLongRunsKeepWalkOrder(t *testing.T) {
+	s := NewStore()
+	n := memoMaxRun + 500
+	want := map[Kind][]string{}
+	for i := range n {
+		name := strconv.Itoa((i * 7919) % n)
+		switch i % 4 {
+		case 1:
+			name += "-x"
+		case 2:
+			name += ".x"
+		}
+		sc := s.Scope("cluster." + name + ".")
+		sc.Counter("rq")
+		want[KindCounter] = append(want[KindCounter], sc.Prefix()+"rq")
+		sc.TextReadout("version_text")
+		want[KindTextReadout] = append(want[KindTextReadout], sc.Prefix()+"version_text")
+		if i%3 == 0 {
+			sc.Histogram("time", UnitMilliseconds)
+			want[KindHistogram] = append(want[KindHistogram], sc.Prefix()+"time")
+		}
+	}
+	got := map[Kind][]string{}
+	if err := s.Visit(VisitOptions{}, func(st *Stat) error {
+		got[st.Kind] = append(got[st.Kind], string(st.Name))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for k, names := range want {
+		slices.Sort(names)
+		if !slices.Equal(got[k], names) {
+			t.Errorf("%s: %d listed, want %d, or out of order", k, len(got[k]), len(names))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.memo.long.segs != nil || s.memo.long.perm != nil {
+		t.Error("the long run was kept after the merge")
+	}
+}
+
+// TestPrefixesSharingSegments makes stats under prefixes that share
+// whole segments, parts of segments or nothing with the prefix before
+// them (the resolved prefix's node is climbed from the last one's), as
+// scopes' stats and as names with dots: each stat is listed under its own
+// name, and found again by it.
+func TestPrefixesSharingSegments(t *testing.T) {
+	s := NewStore()
+	prefixes := []string{
+		"a.b.c.", "a.b.", "a.b.d.", "a.bc.", "a.b.c.d.", "a.", "ab.", "a.b.c.", "b.", "a.b-c.", "a.b.c.d.e.", "a.x.y.",
+	}
+	var want []string
+	made := map[string]*Counter{}
+	for i, p := range prefixes {
+		for _, name := range []string{"n", "m.k"} {
+			full := p + name
+			c := s.Scope(p).Counter(name)
+			if old, ok := made[full]; ok && old != c {
+				t.Fatalf("prefix %d: %s made twice", i, full)
+			}
+			if _, ok := made[full]; !ok {
+				want = append(want, full)
+			}
+			made[full] = c
+		}
+		s.Scope(p).Histogram("h", UnitMilliseconds)
+	}
+	slices.Sort(want)
+	if got := s.CounterNames(); !slices.Equal(got, want) {
+		t.Fatalf("counters %q, want %q", got, want)
+	}
+	for full, c := range made {
+		if got := s.Counter(full); got != c {
+			t.Errorf("%s finds another counter", full)
+		}
+	}
+}

@@ -153,10 +153,20 @@ func newClusterTemplate() *stats.Template {
 	return stats.NewTemplate(ts...)
 }
 
+// ClusterTemplate returns the template of the stats NewClusterStats
+// makes, for a caller that makes it in a stats.TemplateSet with others
+// under the same scope (see ClusterStatsOf).
+func ClusterTemplate() *stats.Template { return clusterTemplate }
+
 // NewClusterStats creates the stats of the cluster whose scope is
 // "cluster.<name>.".
 func NewClusterStats(scope stats.Scope) *ClusterStats {
-	b := scope.NewBlock(clusterTemplate)
+	return ClusterStatsOf(scope, scope.NewBlock(clusterTemplate))
+}
+
+// ClusterStatsOf returns the stats of the cluster whose scope is
+// "cluster.<name>.", given b, the block of ClusterTemplate made under it.
+func ClusterStatsOf(scope stats.Scope, b stats.Block) *ClusterStats {
 	cs := &ClusterStats{
 		UpstreamCxTotal:           b.Counter(tCxTotal),
 		UpstreamCxActive:          b.Gauge(tCxActive),
