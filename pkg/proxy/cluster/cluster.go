@@ -104,6 +104,9 @@ type Cluster struct {
 	// PROXY protocol header, auto_sni or auto_san_validation over TLS):
 	// without it, only a request's original_src source can (see h1Key).
 	keyedPools bool
+	// shares is how many shares of its HTTP/1.1 pools' idle connections
+	// the cluster uses (see http1Pool).
+	shares uint32
 
 	// conns are the open connections, so that Close can end them all.
 	// closed is set under connsMu, so that no connection is tracked after
@@ -246,6 +249,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	size, respSize := s.readBufferSize(), s.responseBufferSize()
 	c.readBuffer, c.responseBuffer = size, respSize
 	c.keyedPools = s.pp != nil || (s.protocol.autoSNI != nil && s.tls != nil)
+	c.shares = poolShares()
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }
 	c.responseReaders.New = func() any { return bufio.NewReaderSize(nil, respSize) }
 	if s.protocol.http2 || s.protocol.downstream || s.protocol.auto {

@@ -87,6 +87,9 @@ type trackedConn struct {
 	// probeWindow of it.
 	lentAt time.Time
 	probe  prober
+	// share is the idle share of its pool the connection goes back to
+	// (written by the borrower's AcquireHTTP1 only: see http1Pool).
+	share uint32
 }
 
 // poolKey is what a request may ask of the connection it gets, beyond

@@ -208,9 +208,7 @@ func TestHTTP1PoolsChangesMatchAModel(t *testing.T) {
 
 // isRetired reports whether p was retired.
 func isRetired(p *http1Pool) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.retired
+	return p.retired.Load()
 }
 
 // TestEDSUpdateKeepsPoolOfHostKeptWhileHealthy: a host an update removes

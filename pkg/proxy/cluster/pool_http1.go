@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,23 +22,63 @@ const gonePollInterval = 200 * time.Millisecond
 // http1Pool holds one host's idle HTTP/1.1 connections. The most recently
 // released connection is reused first (LIFO): it is the least likely to
 // have been closed by the upstream, and the others age out.
+//
+// The idle connections are split in shares, each under a lock of its own,
+// so that requests of different workers (several GOMAXPROCS) do not wait
+// on one lock at every acquisition and release: a request takes from the
+// share its downstream connection names (upstream.Acquire.Share) and, when
+// that one is empty, from the others before it dials; a connection goes
+// back to the share of the request that last borrowed it. One process
+// with GOMAXPROCS 1, and every caller that names no share, use share 0
+// only, which behaves as the single idle list did.
 type http1Pool struct {
-	mu   sync.Mutex
-	idle []*trackedConn // oldest first
+	shares [h1PoolShares]idleShare
+	// mu guards waiters. Lock order: the shares' locks (in index order)
+	// before mu.
+	mu sync.Mutex
 	// waiters are the requests waiting for a connection to the host that
 	// max_connections kept from opening, first come first served: a
 	// released connection goes to the first of them rather than to the
 	// idle list. Each channel has room for the one connection (or the
 	// nil "try again" signal) it is ever sent.
 	waiters []waiter
+	// nwaiters is len(waiters), for a release that looks without mu
+	// (under its share's lock: see enqueue).
+	nwaiters atomic.Int32
 	// retired is set once the pool's host left the cluster: connections
 	// released to it are closed.
-	retired bool
+	retired atomic.Bool
 	// open counts the pool's connections, connecting, lent or idle.
 	open atomic.Int32
 	// active counts its connections lent, on a cluster that preconnects
 	// (per_upstream_preconnect_ratio) only.
 	active atomic.Int32
+}
+
+// h1PoolShares bounds the shares of a pool's idle connections; a process
+// uses min(GOMAXPROCS, h1PoolShares) of them (see poolShares).
+const h1PoolShares = 4
+
+// idleShare is a share of a pool's idle connections, padded to a cache
+// line of its own so that the workers' locks do not share one.
+type idleShare struct {
+	mu   sync.Mutex
+	idle []*trackedConn // oldest first
+	_    [64 - 8 - 24]byte
+}
+
+// poolShares is how many shares of its pools' idle connections a cluster
+// uses: one per scheduler thread, up to h1PoolShares.
+func poolShares() uint32 {
+	return uint32(min(max(runtime.GOMAXPROCS(0), 1), h1PoolShares))
+}
+
+// shareOf is the share a request naming hint takes from.
+func (c *Cluster) shareOf(hint uint32) uint32 {
+	if c.shares <= 1 {
+		return 0
+	}
+	return hint % c.shares
 }
 
 // waiter is a request waiting for a connection of a pool: the channel it
@@ -102,8 +143,10 @@ func (c *Cluster) AcquireHTTP1For(ctx context.Context, h *upstream.Host, a upstr
 		return nil, err
 	}
 	if tc, ok := conn.Conn.(*trackedConn); ok {
-		// The request's max_requests unit, which its release gives back.
+		// The request's max_requests unit, which its release gives back,
+		// and the share of the pool it goes back to.
 		tc.rq = &res.rq
+		tc.share = c.shareOf(a.Share)
 	}
 	return conn, nil
 }
@@ -134,10 +177,11 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 	// loan's time.
 	var kb poolKey
 	key := c.h1Key(ctx, &a.Source, &kb)
-	conn := c.takeIdle(p, key, c.now())
+	share := c.shareOf(a.Share)
+	conn := c.takeIdle(p, key, share, c.now())
 	if conn == nil {
 		var err error
-		if conn, err = c.awaitHTTP1(ctx, h, p, res, key, a.Deadline, a.Gone); err != nil {
+		if conn, err = c.awaitHTTP1(ctx, h, p, res, key, share, a.Deadline, a.Gone); err != nil {
 			return nil, err
 		}
 	}
@@ -203,10 +247,11 @@ func keyValue(key *poolKey) poolKey {
 }
 
 // takeIdle lends the pool's most recently released idle connection made
-// with the handshake key that is still usable, or returns nil.
-func (c *Cluster) takeIdle(p *http1Pool, key *poolKey, now time.Time) *upstream.Conn {
+// with the handshake key that is still usable, from share first, or
+// returns nil.
+func (c *Cluster) takeIdle(p *http1Pool, key *poolKey, share uint32, now time.Time) *upstream.Conn {
 	for {
-		tc := p.take(c, key, now)
+		tc := p.take(c, key, share, now)
 		if tc == nil {
 			return nil
 		}
@@ -242,7 +287,7 @@ func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 // awaitHTTP1 gets a connection for a request that found no idle one: it
 // is pending (upstream_rq_pending_*) until it has one, dialled when
 // max_connections allows, else handed over at a release.
-func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, key *poolKey, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, key *poolKey, share uint32, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	if !res.pending.tryAcquire() {
 		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
@@ -253,7 +298,7 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 		res.pending.release()
 		c.stats.UpstreamRqPendingActive.Dec()
 	}()
-	conn, err := c.pendingHTTP1(ctx, h, p, res, key, deadline, gone)
+	conn, err := c.pendingHTTP1(ctx, h, p, res, key, share, deadline, gone)
 	switch {
 	case err == nil, errors.Is(err, ErrClosed):
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -267,7 +312,7 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 }
 
 // pendingHTTP1 is awaitHTTP1's wait, once the request counts as pending.
-func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, key *poolKey, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, key *poolKey, share uint32, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	overflowed := false
 	for {
 		if c.isClosed() {
@@ -304,7 +349,7 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 		if tc != nil {
 			return lend(tc, c.now()), nil
 		}
-		if conn := c.takeIdle(p, key, c.now()); conn != nil {
+		if conn := c.takeIdle(p, key, share, c.now()); conn != nil {
 			return conn, nil
 		}
 	}
@@ -359,28 +404,51 @@ func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, key *poolKey, res
 
 // enqueue adds a waiter unless the pool has an idle connection. Idle
 // connections all made for other requests (auto_sni: other server
-// names) would never serve the waiter: the oldest is closed instead, which
-// frees its max_connections unit for the caller's next try.
+// names) would never serve the waiter: the oldest of the first share
+// holding any is closed instead, which frees its max_connections unit for
+// the caller's next try. Every share's lock is held meanwhile, so that a
+// release either sees the waiter or left its connection where this looks.
 func (p *http1Pool) enqueue(w chan *trackedConn, key *poolKey) bool {
+	for i := range p.shares {
+		p.shares[i].mu.Lock()
+		defer p.shares[i].mu.Unlock()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.idle) > 0 {
-		if p.lastIdle(key) < 0 {
-			p.idle[0].discard()
-			p.idle[0] = nil
-			p.idle = slices.Delete(p.idle, 0, 1)
+	for i := range p.shares {
+		sh := &p.shares[i]
+		if len(sh.idle) == 0 {
+			continue
+		}
+		if !p.fitsAny(key) {
+			sh.idle[0].discard()
+			sh.idle[0] = nil
+			sh.idle = slices.Delete(sh.idle, 0, 1)
 		}
 		return false
 	}
 	p.waiters = append(p.waiters, waiter{ch: w, key: keyValue(key)})
+	p.nwaiters.Store(int32(len(p.waiters)))
 	return true
 }
 
+// fitsAny reports whether an idle connection of any share was made with
+// the handshake key. The caller holds every share's lock.
+func (p *http1Pool) fitsAny(key *poolKey) bool {
+	for i := range p.shares {
+		if p.shares[i].lastIdle(key) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // lastIdle is the index of the most recently released idle connection
-// made with the handshake key, -1 when none. The caller holds p.mu.
-func (p *http1Pool) lastIdle(key *poolKey) int {
-	for i := len(p.idle) - 1; i >= 0; i-- {
-		if p.idle[i].fits(key) {
+// of the share made with the handshake key, -1 when none. The caller
+// holds sh.mu.
+func (sh *idleShare) lastIdle(key *poolKey) int {
+	for i := len(sh.idle) - 1; i >= 0; i-- {
+		if sh.idle[i].fits(key) {
 			return i
 		}
 	}
@@ -395,6 +463,7 @@ func (p *http1Pool) dequeue(w chan *trackedConn) bool {
 	for i, x := range p.waiters {
 		if x.ch == w {
 			p.waiters = slices.Delete(p.waiters, i, i+1)
+			p.nwaiters.Store(int32(len(p.waiters)))
 			return true
 		}
 	}
@@ -410,6 +479,7 @@ func (p *http1Pool) signal(tc *trackedConn) bool {
 			continue
 		}
 		p.waiters = slices.Delete(p.waiters, i, i+1)
+		p.nwaiters.Store(int32(len(p.waiters)))
 		w.ch <- tc
 		return true
 	}
@@ -555,72 +625,79 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 	}
 }
 
-// take pops the most recently released idle connection. When that one has
-// been idle longer than idle_timeout, so have all the others: they are all
-// closed and nil is returned.
-func (p *http1Pool) take(c *Cluster, key *poolKey, now time.Time) *trackedConn {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := len(p.idle)
+// take pops the most recently released idle connection made with the
+// handshake key, from share first, then from the others.
+func (p *http1Pool) take(c *Cluster, key *poolKey, share uint32, now time.Time) *trackedConn {
+	if tc := p.shares[share].take(c, key, now); tc != nil || c.shares <= 1 {
+		return tc
+	}
+	for i := uint32(1); i < c.shares; i++ {
+		if tc := p.shares[(share+i)%c.shares].take(c, key, now); tc != nil {
+			return tc
+		}
+	}
+	return nil
+}
+
+// take pops the share's most recently released idle connection. When
+// that one has been idle longer than idle_timeout, so have all the
+// others: they are all closed and nil is returned.
+func (sh *idleShare) take(c *Cluster, key *poolKey, now time.Time) *trackedConn {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n := len(sh.idle)
 	if n == 0 {
 		return nil
 	}
-	if expired(c, p.idle[n-1], now) {
-		for _, tc := range p.idle {
+	if expired(c, sh.idle[n-1], now) {
+		for _, tc := range sh.idle {
 			c.extraCounter(extraIdleTimeout).Inc()
 			tc.discard()
 		}
-		clear(p.idle)
-		p.idle = p.idle[:0]
+		clear(sh.idle)
+		sh.idle = sh.idle[:0]
 		return nil
 	}
 	i := n - 1
-	if !p.idle[i].fits(key) {
+	if !sh.idle[i].fits(key) {
 		// auto_sni, original_src: only a connection to the same server
 		// name, from the same source, will do.
-		if i = p.lastIdle(key); i < 0 {
+		if i = sh.lastIdle(key); i < 0 {
 			return nil
 		}
 	}
-	top := p.idle[i]
-	p.idle = slices.Delete(p.idle, i, i+1)
+	top := sh.idle[i]
+	sh.idle = slices.Delete(sh.idle, i, i+1)
 	return top
 }
 
-// put adds a released connection to the idle list, and closes the oldest
-// idle connections that have outlived idle_timeout meanwhile.
+// put adds a released connection to its share's idle list, and closes the
+// oldest idle connections of the share that have outlived idle_timeout
+// meanwhile.
 func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c.isClosed() || p.retired || c.retired.Load() {
+	sh := &p.shares[min(tc.share, h1PoolShares-1)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if c.isClosed() || p.retired.Load() || c.retired.Load() {
 		// A retired cluster's pools may be new since it was retired (a
 		// DNS answer just before its resolution stopped): none keeps a
 		// connection.
 		tc.discard()
 		return
 	}
-	if p.signal(tc) {
-		// A request waits for a connection to the host: it gets this
-		// one at once.
-		return
-	}
-	if len(p.waiters) > 0 {
-		// Requests wait for connections to other server names
-		// (auto_sni) or from other sources (original_src): closing this one frees its max_connections unit
-		// for them.
-		tc.discard()
+	if p.nwaiters.Load() > 0 && p.handOver(tc) {
 		return
 	}
 	stale := 0
-	for stale < len(p.idle) && expired(c, p.idle[stale], now) {
+	for stale < len(sh.idle) && expired(c, sh.idle[stale], now) {
 		c.extraCounter(extraIdleTimeout).Inc()
-		p.idle[stale].discard()
+		sh.idle[stale].discard()
 		stale++
 	}
 	if stale > 0 {
-		n := copy(p.idle, p.idle[stale:])
-		clear(p.idle[n:])
-		p.idle = p.idle[:n]
+		n := copy(sh.idle, sh.idle[stale:])
+		clear(sh.idle[n:])
+		sh.idle = sh.idle[:n]
 	}
 	tc.idleSince = now
 	// An idle connection holds no read buffer: its empty one (one holding
@@ -633,28 +710,62 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 		tc.up.R = nil
 		c.putReader(r)
 	}
-	p.idle = append(p.idle, tc)
+	sh.idle = append(sh.idle, tc)
+}
+
+// handOver gives a released connection to a waiting request, or closes
+// it when requests wait only for connections made otherwise, and reports
+// whether it did either. The caller holds the connection's share's lock.
+func (p *http1Pool) handOver(tc *trackedConn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.signal(tc) {
+		// A request waits for a connection to the host: it gets this
+		// one at once.
+		return true
+	}
+	if len(p.waiters) > 0 {
+		// Requests wait for connections to other server names
+		// (auto_sni) or from other sources (original_src): closing this
+		// one frees its max_connections unit for them.
+		tc.discard()
+		return true
+	}
+	return false
 }
 
 // retire closes the idle connections of a host that left the cluster and
 // makes the pool close any connection released to it later.
 func (p *http1Pool) retire() {
-	p.mu.Lock()
-	p.retired = true
-	p.mu.Unlock()
+	p.retired.Store(true)
 	p.closeIdle()
 	p.wakeAll()
 }
 
 // closeIdle closes every idle connection.
 func (p *http1Pool) closeIdle() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, tc := range p.idle {
-		tc.discard()
+	for i := range p.shares {
+		sh := &p.shares[i]
+		sh.mu.Lock()
+		for _, tc := range sh.idle {
+			tc.discard()
+		}
+		clear(sh.idle)
+		sh.idle = sh.idle[:0]
+		sh.mu.Unlock()
 	}
-	clear(p.idle)
-	p.idle = p.idle[:0]
+}
+
+// idleCount is the number of idle connections of every share.
+func (p *http1Pool) idleCount() int {
+	n := 0
+	for i := range p.shares {
+		sh := &p.shares[i]
+		sh.mu.Lock()
+		n += len(sh.idle)
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // expired reports whether an idle connection outlived idle_timeout.

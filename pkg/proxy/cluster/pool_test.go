@@ -253,7 +253,7 @@ func TestHTTP1PoolConcurrentLoans(t *testing.T) {
 		roundTrip(t, conn)
 		c.ReleaseHTTP1(conn, true)
 	}
-	if n := len(c.set.Load().h1.get(h).idle); n != 3 {
+	if n := c.set.Load().h1.get(h).idleCount(); n != 3 {
 		t.Errorf("idle connections = %d, want 3", n)
 	}
 	// LIFO: the last released comes back first.
@@ -287,7 +287,7 @@ func TestHTTP1PoolIdleHoldsNoReadBuffer(t *testing.T) {
 		}
 		roundTrip(t, conn)
 		c.ReleaseHTTP1(conn, true)
-		idle := c.set.Load().h1.get(h).idle
+		idle := c.set.Load().h1.get(h).shares[0].idle
 		if len(idle) != 1 || idle[0].up.R != nil {
 			t.Fatalf("loan %d: idle connections %d, the first holding a read buffer: %v; want 1, false", i, len(idle), len(idle) == 1 && idle[0].up.R != nil)
 		}
@@ -338,7 +338,7 @@ func TestHTTP1PoolReleaseTwice(t *testing.T) {
 	c.ReleaseHTTP1(conn, true)
 	c.ReleaseHTTP1(conn, true)
 	c.ReleaseHTTP1(nil, true)
-	if n := len(c.set.Load().h1.get(h).idle); n != 1 {
+	if n := c.set.Load().h1.get(h).idleCount(); n != 1 {
 		t.Errorf("idle connections = %d, want 1", n)
 	}
 }
@@ -376,8 +376,8 @@ func TestHTTP1PoolStaleConnections(t *testing.T) {
 			first := mustAcquire(t, c, h)
 			roundTrip(t, first)
 			c.ReleaseHTTP1(first, true)
-			if len(c.set.Load().h1.get(h).idle) == 1 {
-				waitUnusable(t, c.set.Load().h1.get(h).idle[0])
+			if c.set.Load().h1.get(h).idleCount() == 1 {
+				waitUnusable(t, c.set.Load().h1.get(h).shares[0].idle[0])
 			}
 			clock.t = clock.t.Add(probeWindow)
 			second := mustAcquire(t, c, h)
@@ -551,7 +551,7 @@ func TestClusterClose(t *testing.T) {
 	if _, err := c.AcquireHTTP1(t.Context(), h); !errors.Is(err, ErrClosed) {
 		t.Errorf("AcquireHTTP1 after Close: %v, want ErrClosed", err)
 	}
-	if n := len(c.set.Load().h1.get(h).idle); n != 0 {
+	if n := c.set.Load().h1.get(h).idleCount(); n != 0 {
 		t.Errorf("%d idle connections after Close", n)
 	}
 	m.Close() // idempotent
@@ -692,7 +692,7 @@ func TestHTTP1PoolConcurrent(t *testing.T) {
 	if n := srv.settle(t); n > workers {
 		t.Errorf("upstream accepted %d connections for %d workers", n, workers)
 	}
-	if active, idle := store.Gauge("cluster.up.upstream_cx_active").Value(), len(c.set.Load().h1.get(h).idle); active != int64(idle) {
+	if active, idle := store.Gauge("cluster.up.upstream_cx_active").Value(), c.set.Load().h1.get(h).idleCount(); active != int64(idle) {
 		t.Errorf("upstream_cx_active = %d, idle connections = %d; want them equal", active, idle)
 	}
 }

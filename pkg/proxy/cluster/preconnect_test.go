@@ -72,8 +72,5 @@ func TestPreconnectConfig(t *testing.T) {
 
 // idleCount is the number of idle connections of h's pool.
 func idleCount(c *Cluster, h *upstream.Host) int {
-	p := c.set.Load().h1.get(h)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.idle)
+	return c.set.Load().h1.get(h).idleCount()
 }

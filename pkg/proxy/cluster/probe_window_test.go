@@ -62,12 +62,12 @@ func TestHTTP1PoolProbeWindow(t *testing.T) {
 			roundTrip(t, first)
 			clock.t = clock.t.Add(tc.exchange)
 			c.ReleaseHTTP1(first, true)
-			if n := len(c.set.Load().h1.get(h).idle); n != 1 {
+			if n := c.set.Load().h1.get(h).idleCount(); n != 1 {
 				t.Fatalf("idle connections = %d, want 1", n)
 			}
 			// The upstream's close has arrived: a probe would refuse
 			// the connection.
-			waitUnusable(t, c.set.Load().h1.get(h).idle[0])
+			waitUnusable(t, c.set.Load().h1.get(h).shares[0].idle[0])
 			clock.t = clock.t.Add(tc.idle)
 
 			conn, err := c.AcquireHTTP1(t.Context(), h)

@@ -614,12 +614,12 @@ func TestH2FloodEndsParkedConnection(t *testing.T) {
 		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		st := h.streams[1]
+		st := h.streams.get(1)
 		return st != nil && st.waitingWindow
 	})
 	h.mu.Lock()
 	h.failLocked(errOutboundFlood)
-	h.dropStreamLocked(h.streams[1])
+	h.dropStreamLocked(h.streams.get(1))
 	h.mu.Unlock()
 	if code := c.goAwayCode(); code != http2.ErrCodeEnhanceYourCalm {
 		t.Errorf("GOAWAY %v, want ENHANCE_YOUR_CALM", code)

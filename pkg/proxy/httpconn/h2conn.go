@@ -91,7 +91,7 @@ type h2Conn struct {
 	wgen    uint64 // counts the buffers handed to the writer
 	werr    error  // the first write error; every later write fails with it
 	closed  bool   // the connection is ending: queued writes are dropped
-	streams map[uint32]*h2Stream
+	streams h2StreamTable
 	// goingAway: a GOAWAY was sent; streams above goAwayID are refused.
 	goingAway bool
 	goAwayID  uint32
@@ -148,7 +148,6 @@ func (c *serverConn) serveHTTP2() {
 		m:            c.m,
 		kick:         make(chan struct{}, 1),
 		done:         make(chan struct{}),
-		streams:      make(map[uint32]*h2Stream),
 		peerWindow:   h2DefaultWindow,
 		peerMaxFrame: h2DefaultMaxFrame,
 		sendWindow:   h2DefaultWindow,
@@ -386,7 +385,7 @@ func (h *h2Conn) readPayload(n int) ([]byte, error) {
 // (streams time out on their own).
 func (h *h2Conn) awaitFrame() (finished bool, err error) {
 	h.mu.Lock()
-	open, since, goingAway, draining, fail := len(h.streams), h.idleSince, h.goingAway, h.draining, h.fail
+	open, since, goingAway, draining, fail := h.streams.len(), h.idleSince, h.goingAway, h.draining, h.fail
 	if h.rdStale {
 		h.rd = deadline{at: h.rdArmed, set: true}
 		h.rdStale = false
@@ -419,7 +418,7 @@ func (h *h2Conn) timedOut() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.m.idleTimeout()
-	if len(h.streams) > 0 || t <= 0 || h.draining || h.goingAway {
+	if h.streams.len() > 0 || t <= 0 || h.draining || h.goingAway {
 		return false
 	}
 	if time.Since(h.idleSince) >= t {
@@ -536,7 +535,7 @@ func (h *h2Conn) onSettings(fh h2FrameHeader, p []byte) error {
 			// (§6.9.2), and may go negative.
 			delta := int64(v) - int64(h.peerWindow)
 			h.peerWindow = int32(v)
-			for _, st := range h.streams {
+			for st := range h.streams.all() {
 				st.sendWindow += delta
 				if st.sendWindow > h2MaxWindow {
 					return connError(errCodeFlowControl, "a stream window overflowed")
@@ -576,7 +575,7 @@ func (h *h2Conn) onWindowUpdate(fh h2FrameHeader, p []byte) error {
 		if h.sendWindow > h2MaxWindow {
 			return connError(errCodeFlowControl, "connection window overflowed")
 		}
-		for _, st := range h.streams {
+		for st := range h.streams.all() {
 			if st.waitingWindow {
 				st.cond.Broadcast()
 			}
@@ -586,7 +585,7 @@ func (h *h2Conn) onWindowUpdate(fh h2FrameHeader, p []byte) error {
 	if fh.streamID > h.lastID {
 		return connError(errCodeProtocol, "WINDOW_UPDATE on an idle stream")
 	}
-	st := h.streams[fh.streamID]
+	st := h.streams.get(fh.streamID)
 	if st == nil {
 		return nil
 	}
@@ -621,7 +620,7 @@ func (h *h2Conn) onRSTStream(fh h2FrameHeader, p []byte) error {
 	}
 	h.stats.rxReset.Inc()
 	h.countResetLocked()
-	if st := h.streams[fh.streamID]; st != nil {
+	if st := h.streams.get(fh.streamID); st != nil {
 		h.m.stats.rqRxReset.Inc()
 		st.s.peerReset.Store(true)
 		if !st.responded {
@@ -645,7 +644,7 @@ func (h *h2Conn) onData(fh h2FrameHeader, p []byte) error {
 	n := int64(len(p)) // padding counts against the windows too
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := h.streams[fh.streamID]
+	st := h.streams.get(fh.streamID)
 	if st == nil || st.remoteDone {
 		if fh.streamID > h.lastID {
 			return connError(errCodeProtocol, "DATA on an idle stream")
@@ -727,7 +726,7 @@ func (h *h2Conn) onHeaders(fh h2FrameHeader, p []byte) error {
 	h.blockBytes = 0
 	if id <= h.lastID {
 		h.mu.Lock()
-		open, ignore := h.streams[id] != nil, h.resetLately(id)
+		open, ignore := h.streams.get(id) != nil, h.resetLately(id)
 		h.mu.Unlock()
 		if !open && !ignore {
 			return connError(errCodeProtocol, "HEADERS on a closed or skipped stream")
@@ -741,7 +740,7 @@ func (h *h2Conn) onHeaders(fh h2FrameHeader, p []byte) error {
 	}
 	h.mu.Lock()
 	h.lastID = id
-	refuse := h.goingAway || uint32(len(h.streams)) >= h.m.cfg.h2.maxStreams
+	refuse := h.goingAway || uint32(h.streams.len()) >= h.m.cfg.h2.maxStreams
 	h.mu.Unlock()
 	st := h.m.h2streams.Get().(*h2Stream)
 	st.open(h, id, endStream, refuse)
@@ -846,7 +845,7 @@ func (h *h2Conn) badMessageLocked(id uint32, st *h2Stream) error {
 func (h *h2Conn) endTrailers(id uint32, endStream bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := h.streams[id]
+	st := h.streams.get(id)
 	switch {
 	case st == nil:
 		// Closed already (a reset may have crossed the trailers).
@@ -926,7 +925,7 @@ func (h *h2Conn) addTrailer(f hpack.Field) {
 func (h *h2Conn) start(st *h2Stream) {
 	h.served++
 	h.mu.Lock()
-	h.streams[st.id] = st
+	h.streams.put(st)
 	h.mu.Unlock()
 	h.stats.streamsActive.Inc()
 	if max := h.m.cfg.maxRequestsPerConnection; max > 0 && h.served >= max {
@@ -961,7 +960,7 @@ func (h *h2Conn) appendResetLocked(id uint32, code h2ErrCode) {
 func (h *h2Conn) resetStream(id uint32, code h2ErrCode) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if st := h.streams[id]; st != nil {
+	if st := h.streams.get(id); st != nil {
 		h.resetStreamLocked(st, code)
 		return
 	}
@@ -990,15 +989,15 @@ func (h *h2Conn) dropStreamLocked(st *h2Stream) {
 // forgetLocked removes st from the table once: flow-control credit it held
 // goes back to the connection.
 func (h *h2Conn) forgetLocked(st *h2Stream) {
-	if h.streams[st.id] != st {
+	if h.streams.get(st.id) != st {
 		return
 	}
-	delete(h.streams, st.id)
+	h.streams.remove(st.id)
 	h.stats.streamsActive.Dec()
 	h.streamEndedLocked(st)
 	h.creditConnLocked(int64(len(st.in)))
 	st.in = st.in[:0]
-	if len(h.streams) == 0 {
+	if h.streams.len() == 0 {
 		h.idleSince = time.Now()
 		switch {
 		case h.goingAway, h.fail != nil:
@@ -1076,7 +1075,7 @@ func (h *h2Conn) goAwayLocked(code h2ErrCode) {
 	h.goingAway, h.goAwayID = true, h.lastID
 	h.appendGoAwayLocked(h.goAwayID, code)
 	h.kickLocked()
-	if len(h.streams) == 0 {
+	if h.streams.len() == 0 {
 		h.wakeReaderLocked()
 	}
 }
@@ -1166,7 +1165,7 @@ func (h *h2Conn) failLocked(err error) {
 	}
 	h.fail = err
 	h.wakeReaderLocked()
-	for _, st := range h.streams {
+	for st := range h.streams.all() {
 		st.cond.Broadcast()
 	}
 	if isOutboundFlood(err) {
@@ -1203,7 +1202,7 @@ func (h *h2Conn) writePending() {
 		timeout := h.writeTimeoutLocked()
 		if h.bufWaiters > 0 {
 			// The output drained: the streams waiting for room go on.
-			for _, st := range h.streams {
+			for st := range h.streams.all() {
 				st.cond.Broadcast()
 			}
 		}
@@ -1228,7 +1227,7 @@ func (h *h2Conn) writePending() {
 		if err != nil {
 			h.werr = err
 			h.closed = true
-			for _, st := range h.streams {
+			for st := range h.streams.all() {
 				st.cond.Broadcast()
 			}
 			// Wake the read loop: the connection is dead.
@@ -1282,8 +1281,8 @@ func (h *h2Conn) finish(err error) {
 	if h.drainTimer != nil {
 		h.drainTimer.Stop()
 	}
-	open := len(h.streams)
-	for _, st := range h.streams {
+	open := h.streams.len()
+	for st := range h.streams.all() {
 		h.dropStreamLocked(st)
 		st.s.interrupt()
 	}
@@ -1378,7 +1377,7 @@ const abuseLingerBytes = 16 << 10
 func (h *h2Conn) cut() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, st := range h.streams {
+	for st := range h.streams.all() {
 		st.s.interrupt()
 	}
 }

@@ -119,6 +119,9 @@ type Manager struct {
 	mu      sync.Mutex
 	conns   map[*serverConn]struct{}
 	closing bool
+	// closingSet mirrors closing for closingNow, which every response
+	// asks: a load, not a lock every worker's requests would share.
+	closingSet atomic.Bool
 	// routesReleased: the manager no longer holds a route table
 	// (releaseRoutes); routes set afterwards are released at once.
 	routesReleased bool
@@ -311,9 +314,7 @@ func (m *Manager) stamp(real time.Time) time.Time {
 
 // closingNow reports whether Close was called.
 func (m *Manager) closingNow() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.closing
+	return m.closingSet.Load()
 }
 
 // Close stops the manager gracefully and returns at once: new connections
@@ -324,6 +325,7 @@ func (m *Manager) Close() error {
 	m.closeOnce.Do(func() {
 		m.mu.Lock()
 		m.closing = true
+		m.closingSet.Store(true)
 		conns := make([]*serverConn, 0, len(m.conns))
 		for sc := range m.conns {
 			conns = append(conns, sc)

@@ -32,13 +32,17 @@ func (s *stream) upstreamBase() context.Context {
 // acquire is what the request tells the cluster's HTTP/1.1 pool with
 // its acquisition (the same as upstreamBase's context carries): its
 // route's priority and its source; a wait for a connection ends at deadline, or when
-// its client is gone.
+// its client is gone. The connection's number names the pool's share: a
+// downstream connection's requests take and give back the same idle
+// connections, and connections of different workers seldom meet on one
+// share's lock.
 func (s *stream) acquire(deadline time.Time) upstream.Acquire {
 	return upstream.Acquire{
 		High:     s.route != nil && s.route.HighPriority,
 		Source:   s.upSource,
 		Deadline: deadline,
 		Gone:     s.clientGone,
+		Share:    uint32(s.connID),
 	}
 }
 

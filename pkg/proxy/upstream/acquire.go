@@ -23,4 +23,10 @@ type Acquire struct {
 	// Gone, when not nil, tells whether the request's client went away;
 	// it is polled only while the request waits for a connection.
 	Gone func() bool
+	// Share names the share of the host's idle connections the request
+	// takes from first, and its connection goes back to: requests of one
+	// downstream connection name the same, those of others spread over
+	// the shares, so that workers seldom wait on each other's pool lock.
+	// Any value will do (it is reduced to the shares the pool has).
+	Share uint32
 }
