@@ -239,6 +239,9 @@ type stream struct {
 	reqXform    []httpfilter.DataDecoder
 	respXform   []httpfilter.DataEncoder
 	xbody       *decodingBody
+	// sources are the chains a SourceDecoder started during its
+	// filter's DecodeHeaders (StartRequestSource), innermost first.
+	sources     []*decodingBody
 	xdown       encodingDown
 	respLength  int64
 	respHasBody bool

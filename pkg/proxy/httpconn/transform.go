@@ -120,6 +120,54 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 	return n
 }
 
+var _ httpfilter.SourceStarter = (*stream)(nil)
+
+// StartRequestSource implements httpfilter.SourceStarter: the body so
+// far (the client's, through the decoders added before d) becomes d's
+// source at once, and the body the filters after it see, buffer or
+// transform, and the router forwards, is d's output. The chain is kept
+// in sources, to be closed at the stream's end and for the trailers it
+// leaves; xbody names it, so that the client's body is never skipped
+// under the source's reads.
+func (s *stream) StartRequestSource(d httpfilter.SourceDecoder) bool {
+	if s.body == nil || d == nil {
+		return false
+	}
+	if s.expect100 {
+		// The source reads the body now: the client waiting for 100
+		// Continue is told to send it.
+		s.expect100 = false
+		if err := s.down.continue100(); err != nil {
+			s.requestBodyFailed(err)
+			return false
+		}
+	}
+	// A slice of the chain's own: the decoding body keeps it.
+	decs := append(s.reqXform[:len(s.reqXform):len(s.reqXform)], d)
+	s.reqXform = nil
+	b := s.decodingChain(s.body, decs)
+	s.sources = append(s.sources, b)
+	s.xbody, s.body = b, b
+	s.reqLength, s.reqChunked = -1, true
+	return true
+}
+
+// trailersBefore are the trailers decoding body b starts from: those a
+// started chain it reads left, else the client's.
+func (s *stream) trailersBefore(b *decodingBody) http.Header {
+	i := len(s.sources) - 1
+	for j, c := range s.sources {
+		if c == b {
+			i = j - 1
+			break
+		}
+	}
+	if i >= 0 && s.sources[i].done {
+		return s.sources[i].trailer
+	}
+	return s.down.requestTrailers()
+}
+
 // SetResponseStatus implements httpfilter.ResponseStatusSetter.
 func (s *stream) SetResponseStatus(status int) { s.status = status }
 
@@ -144,6 +192,11 @@ func (s *stream) untransform() {
 		s.xbody = nil
 		s.reqXform = nil
 	}
+	for i, b := range s.sources {
+		b.close()
+		s.sources[i] = nil
+	}
+	s.sources = s.sources[:0]
 	clear(s.reqXform)
 	s.reqXform = s.reqXform[:0]
 	clear(s.respXform)
@@ -318,7 +371,7 @@ func (b *decodingBody) decodeTrailers() (http.Header, error) {
 	if b.upstream {
 		t = b.s.decodedTrailers()
 	} else {
-		t = b.s.down.requestTrailers()
+		t = b.s.trailersBefore(b)
 	}
 	copied := false
 	b.mu.Lock()

@@ -40,8 +40,28 @@ type SourceDecoder interface {
 // last piece. emit runs the bytes through the encoders after it and
 // writes them to the client; its writes and the connection manager's are
 // serialized. An error from emit means the response cannot go on (the
-// client went away): the encoder stops emitting.
+// client went away): the encoder stops emitting. An encoder that is also
+// a HeadHolder sends the head it held, without body bytes, with an empty
+// emit (or with its first bytes).
 type EmittingEncoder interface {
 	DataEncoder
 	SetEmitter(emit func(p []byte) error)
+}
+
+// SourceStarter is implemented by a Stream that lets a SourceDecoder read
+// the request body while its filter's DecodeHeaders still runs, as an
+// Envoy decoder filter that stopped iteration in decodeHeaders still
+// sees decodeData: ext_proc's FULL_DUPLEX_STREAMED sends the body's
+// pieces to its processor while the answer to the request headers is
+// awaited. The request head is held meanwhile (the router starts the
+// upstream request once DecodeHeaders returned).
+type SourceStarter interface {
+	// StartRequestSource adds d to the request body's decoders, as
+	// TransformRequestBody, and calls its DecodeFrom at once: d may read
+	// the body from then on (from a goroutine of its own). The filters
+	// after it see, buffer and transform d's output. False means it
+	// cannot (no body; not in an upstream filter chain; the client could
+	// not be told to send the body, and the stream has answered): d is
+	// not added.
+	StartRequestSource(d SourceDecoder) bool
 }

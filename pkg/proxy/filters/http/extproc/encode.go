@@ -33,7 +33,7 @@ func (f *filter) applyReplyHeaders(s httpfilter.Stream) {
 // processor and come back mutated, and the response body is set to go
 // through as the body mode says.
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
-	f.awaitRequestDuplex()
+	f.splitForResponse()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.replied {
@@ -46,6 +46,9 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		// Evaluated here, with the response head, as the request's are
 		// in DecodeHeaders.
 		f.respAttrs = evaluateAttributes(f.respList, s, true)
+	}
+	if hasBody && s.ResponseStatus() != 101 && s.Request().Method != "CONNECT" && f.duplexHead(f.mode.responseBody, f.mode.responseHeaders) {
+		return f.encodeHeadersDuplex(s)
 	}
 	if !f.done && f.mode.responseHeaders {
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_ResponseHeaders{

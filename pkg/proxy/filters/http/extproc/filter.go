@@ -109,6 +109,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 			return f.decodeHeadersEarly(s, rs)
 		}
 		_, hasBody := s.RequestBody()
+		if ss, ok := s.(httpfilter.SourceStarter); ok && hasBody && !f.c.upstream && s.Request().Method != "CONNECT" && f.duplexHead(f.mode.requestBody, true) {
+			return f.decodeHeadersDuplex(s, ss)
+		}
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestHeaders{
 			RequestHeaders: &extprocsvc.HttpHeaders{Headers: f.requestHeaderMap(s), EndOfStream: !hasBody},
 		}}
