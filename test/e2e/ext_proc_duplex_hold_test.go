@@ -24,7 +24,8 @@ import (
 //   - with "/hold" (and not "/resp"): the request headers' answer (which
 //     sets x-held: request) waits until the request body has ended; the
 //     body comes back upper-cased in pieces of at most 64 KiB, after it;
-//   - with "/hold/resp": the same for the response (x-resp-held: yes);
+//   - with "/hold" and "/resp": the same for the response (x-resp-held:
+//     yes);
 //   - with "/deny": the held request is answered with a 403 immediate
 //     response instead of its headers' answer;
 //   - with "/cl": as "/hold", and the request headers' answer sets
@@ -125,7 +126,7 @@ func (p *holdProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) 
 			}
 		case *extprocsvc.ProcessingRequest_ResponseHeaders:
 			p.record(path, "response_headers")
-			if strings.Contains(path, "/hold/resp") {
+			if strings.Contains(path, "/hold") && strings.Contains(path, "/resp") {
 				holding[1] = true
 			} else {
 				out = append(out, headAnswer(false))
@@ -193,6 +194,19 @@ func echoFirstUpstream() string {
 	}), true)
 }
 
+// lengthUpstream answers with the request's framing and body:
+// "cl=<content-length, -1 for none> body=<body>".
+func lengthUpstream() string {
+	return httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			w.WriteHeader(599)
+			return
+		}
+		_, _ = fmt.Fprintf(w, "cl=%d body=%s", r.ContentLength, b)
+	}), true)
+}
+
 // sizedUpstream answers with x-size bytes of "abcdefghij" repeated.
 func sizedUpstream() string {
 	return httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -227,16 +241,19 @@ var _ = Describe("The external processing filter in FULL_DUPLEX_STREAMED mode wi
 			HCM:  "{stat_prefix: fdxh}",
 			Routes: "[" + strings.Join([]string{
 				route("/hold/resp", "sized", "{response_body_mode: FULL_DUPLEX_STREAMED, response_trailer_mode: SEND}"),
-				route("/cl/resp", "sized", "{response_body_mode: FULL_DUPLEX_STREAMED, response_trailer_mode: SEND}"),
+				route("/hold/cl/resp", "sized", "{response_body_mode: FULL_DUPLEX_STREAMED, response_trailer_mode: SEND}"),
 				route("/both", "echo", bothModes),
+				`{match: {prefix: /hold/cl}, route: {cluster: length}}`,
+				`{match: {prefix: /keep}, route: {cluster: length}}`,
 				`{match: {prefix: /}, route: {cluster: rec}}`,
 			}, ", ") + "]",
 			Filters: "[" + httpFilter("envoy.filters.http.ext_proc", extProcType,
-				"{grpc_service: {envoy_grpc: {cluster_name: proc}}, message_timeout: 0.2s"+filterExtra+", processing_mode: {request_body_mode: FULL_DUPLEX_STREAMED, request_trailer_mode: SEND}}") + "]",
+				"{grpc_service: {envoy_grpc: {cluster_name: proc}}, message_timeout: 0.5s"+filterExtra+", processing_mode: {request_body_mode: FULL_DUPLEX_STREAMED, request_trailer_mode: SEND}}") + "]",
 			Clusters: []proxyCluster{
 				{Name: "rec", Port: portNum(recordingUpstream(true, nil)), Extra: h2cOptions()},
 				{Name: "echo", Port: portNum(echoFirstUpstream()), Extra: h2cOptions()},
 				{Name: "sized", Port: portNum(sizedUpstream()), Extra: h2cOptions()},
+				{Name: "length", Port: portNum(lengthUpstream()), Extra: h2cOptions()},
 				{Name: "proc", Port: procPort, Extra: h2cOptions()},
 			},
 		}.YAML())
@@ -326,6 +343,62 @@ var _ = Describe("The external processing filter in FULL_DUPLEX_STREAMED mode wi
 			Expect(kinds).To(ContainElement("response_headers"))
 			Expect(indexMatching(kinds, `^request_body\(6,`)).To(BeNumerically(">", indexMatching(kinds, `^response_headers$`)),
 				"the response headers went before the request body's second piece: %v", kinds)
+		})
+	})
+
+	Context("with allow_content_length_header", func() {
+		BeforeEach(func() { start(", allow_content_length_header: true") })
+
+		postFor := func(path, body string) (int, string, error) {
+			resp, err := http.Post(listenerURL(port, path), "text/plain", strings.NewReader(body))
+			if err != nil {
+				return 0, "", err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b), err
+		}
+
+		It("sends the request body with the content-length the processor set, and keeps the client's when it sets none", func() {
+			status, body, err := postFor("/hold/cl/1", "shorter or longer")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status).To(Equal(200))
+			Expect(body).To(Equal("cl=17 body=SHORTER OR LONGER"))
+
+			status, body, err = postFor("/keep/1", "same length")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status).To(Equal(200))
+			Expect(body).To(Equal("cl=11 body=SAME LENGTH"), "the processor answered piece by piece, the client's length kept")
+		})
+
+		It("fails a request body whose length disagrees with the processor's content-length rather than send it", func() {
+			status, body, err := postFor("/hold/cl/wrong", "one byte too many")
+			if err == nil {
+				Expect(status).NotTo(Equal(200), body)
+				Expect(body).NotTo(ContainSubstring("cl="), "the upstream never got a whole body")
+			}
+		})
+
+		It("sends the response with the content-length the processor set, and cuts one that disagrees", func() {
+			req, _ := http.NewRequest("GET", listenerURL(port, "/hold/cl/resp"), nil)
+			req.Header.Set("x-size", "100000")
+			resp, err := http.DefaultClient.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.ContentLength).To(Equal(int64(100000)))
+			Expect(len(b)).To(Equal(100000))
+			Expect(resp.Header.Get("x-resp-held")).To(Equal("yes"))
+
+			req, _ = http.NewRequest("GET", listenerURL(port, "/hold/cl/resp/wrong"), nil)
+			req.Header.Set("x-size", "100000")
+			resp, err = http.DefaultClient.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.ContentLength).To(Equal(int64(99999)))
+			b, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			Expect(err).To(HaveOccurred(), "the body was cut short of its announced length (%d bytes)", len(b))
 		})
 	})
 })

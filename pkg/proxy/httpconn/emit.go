@@ -73,7 +73,7 @@ func (d *encodingDown) emitFrom(i int, p []byte) error {
 	if err := d.release(-1); err != nil {
 		return err
 	}
-	if err := d.inner.writeBody(out); err != nil {
+	if err := d.writeInner(out); err != nil {
 		return err
 	}
 	d.em.sent += uint64(len(out))

@@ -242,6 +242,9 @@ type stream struct {
 	// sources are the chains a SourceDecoder started during its
 	// filter's DecodeHeaders (StartRequestSource), innermost first.
 	sources     []*decodingBody
+	// reqDecl is the request body length a filter declared (see
+	// body_length.go).
+	reqDecl     declaredLength
 	xdown       encodingDown
 	respLength  int64
 	respHasBody bool

@@ -66,6 +66,7 @@ type stateEntry struct {
 // asked for: its length is unknown from now on, unless every decoder
 // keeps it (httpfilter.RequestLengthKeeper).
 func (s *stream) transformRequest() {
+	defer s.applyRequestLength()
 	if len(s.reqXform) == 0 || s.body == nil {
 		return
 	}
@@ -94,7 +95,8 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 		s.respXform = s.respXform[:0]
 		return n
 	}
-	s.xdown = encodingDown{inner: s.down, s: s, encs: s.respXform}
+	// A length a filter declared in its EncodeHeaders stays.
+	s.xdown = encodingDown{inner: s.down, s: s, encs: s.respXform, decl: s.xdown.decl}
 	for _, e := range s.respXform {
 		// A tunnel's head must leave at once: the bytes that follow
 		// wait for it.
@@ -107,11 +109,22 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 	}
 	s.xdown.startEmitters()
 	s.down = &s.xdown
-	if _, ok := s.respXform[0].(*replacement); ok && len(s.respXform) == 1 {
+	n = transformedLength(s.respXform, n)
+	if !s.xdown.hold {
+		// A held head announces its length when it leaves.
+		n = s.xdown.responseLength(n)
+	}
+	return n
+}
+
+// transformedLength is the length of a response body of n bytes through
+// encs: -1 (unknown) when one may change it.
+func transformedLength(encs []httpfilter.DataEncoder, n int64) int64 {
+	if _, ok := encs[0].(*replacement); ok && len(encs) == 1 {
 		// Only the replaced body goes out: its length is known.
 		return n
 	}
-	for _, e := range s.respXform {
+	for _, e := range encs {
 		if k, ok := e.(httpfilter.LengthKeeper); !ok || !k.KeepsLength() {
 			return -1
 		}
@@ -197,6 +210,7 @@ func (s *stream) untransform() {
 		s.sources[i] = nil
 	}
 	s.sources = s.sources[:0]
+	s.reqDecl = declaredLength{}
 	clear(s.reqXform)
 	s.reqXform = s.reqXform[:0]
 	clear(s.respXform)
@@ -464,6 +478,12 @@ type encodingDown struct {
 	// em, with an httpfilter.EmittingEncoder, serializes its writes
 	// with the connection manager's (see emit.go).
 	em *emitState
+	// decl is the body length a filter declared; counting, once it is
+	// announced, holds the body to it, left bytes to go (see
+	// body_length.go).
+	decl     declaredLength
+	counting bool
+	left     int64
 }
 
 var _ downstream = (*encodingDown)(nil)
@@ -483,7 +503,7 @@ func (d *encodingDown) release(n int64) error {
 		return nil
 	}
 	d.held = false
-	return d.inner.writeHead(d.s, n, d.heldBody)
+	return d.inner.writeHead(d.s, d.responseLength(n), d.heldBody)
 }
 
 // writeBody implements downstream. The stream counts the bytes given
@@ -508,7 +528,7 @@ func (d *encodingDown) writeBody(p []byte) error {
 	if err := d.release(-1); err != nil {
 		return err
 	}
-	return d.inner.writeBody(out)
+	return d.writeInner(out)
 }
 
 // writeBodyString implements downstream.
@@ -546,7 +566,7 @@ func (d *encodingDown) finish() error {
 			return err
 		}
 		if len(out) > 0 {
-			if err := d.inner.writeBody(out); err != nil {
+			if err := d.writeInner(out); err != nil {
 				return err
 			}
 			d.s.bytesSent += uint64(len(out))
@@ -554,6 +574,9 @@ func (d *encodingDown) finish() error {
 		if len(d.trailer) > 0 {
 			d.inner.trailers(d.trailer)
 		}
+	}
+	if err := d.checkLength(); err != nil {
+		return err
 	}
 	return d.inner.finish()
 }

@@ -65,3 +65,22 @@ type SourceStarter interface {
 	// not added.
 	StartRequestSource(d SourceDecoder) bool
 }
+
+// BodyLengthSetter is implemented by a Stream whose body framing a filter
+// may set: ext_proc's allow_content_length_header keeps the
+// content-length its processor sets for a body it changes. The length
+// counts the body as it leaves (upstream for the request, to the client
+// for the response); it is announced when the body is changed by the
+// declaring filter only (another filter that changes its length too
+// makes it unknown again). A body whose real length disagrees fails the
+// stream rather than leave with a framing it breaks: the upstream request
+// is cut, the response reset.
+type BodyLengthSetter interface {
+	// SetRequestBodyLength declares the request body's length, before
+	// the request goes upstream.
+	SetRequestBodyLength(n int64)
+	// SetResponseBodyLength declares the response body's length, before
+	// its head leaves (during EncodeHeaders, or while a HeadHolder
+	// holds it).
+	SetResponseBodyLength(n int64)
+}

@@ -177,6 +177,9 @@ func (e *duplexEncoder) headAnswer() error {
 		f.replaceResponse(e.s, rep, false)
 		body, replace = []byte(rep.body), true
 	}
+	if rep == nil {
+		f.declareResponseLength(e.s, -1)
+	}
 	if rep != nil || f.done || f.mode.responseBody != extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED {
 		// The body's processing is over: what the processor got of it
 		// is dropped; the rest passes, unless replaced.
