@@ -58,9 +58,9 @@ type config struct {
 	// sendBodyEarly is send_body_without_waiting_for_header_response:
 	// a STREAMED request body goes to the processor while the answer to
 	// the request headers is awaited (see early.go).
-	sendBodyEarly    bool
+	sendBodyEarly bool
 	// allowCL is allow_content_length_header (see length.go).
-	allowCL bool
+	allowCL          bool
 	disableImmediate bool
 	routeCache       extprocv3.ExternalProcessor_RouteCacheAction
 	// ns are metadata_options' namespaces; clusterNS its
