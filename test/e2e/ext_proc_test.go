@@ -517,10 +517,10 @@ var _ = Describe("The external processing filter", func() {
 	})
 
 	It("is refused at load with the path of a field it does not implement", func() {
-		spec := extProcListener("bad", freePort(), "grpc_service: {envoy_grpc: {cluster_name: proc}}, allow_content_length_header: true", "", secondPort)
+		spec := extProcListener("bad", freePort(), "grpc_service: {envoy_grpc: {cluster_name: proc}}, metadata_options: {receiving_namespaces: {typed: [ns]}}", "", secondPort)
 		spec.Clusters = []proxyCluster{{Name: "up", Port: 1}, {Name: "uph2", Port: 1}, {Name: "proc", Port: procPort, Extra: h2cOptions()}}
 		res, _ := validate("bad.yaml", spec.YAML())
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.allow_content_length_header: not supported by Outrigger"))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.metadata_options.receiving_namespaces.typed"))
 	})
 })

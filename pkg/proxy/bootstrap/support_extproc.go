@@ -25,14 +25,12 @@ var extProcModifierPath = regexp.MustCompile(`\.processing_request_modifier\.typ
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtProcPerRoute. Not listed, so refused with their path:
-// allow_content_length_header and the typed receiving namespaces, and per
-// route async_mode (deprecated, never implemented in Envoy: see
+// the typed receiving namespaces, and per route async_mode (deprecated, never implemented in Envoy: see
 // envoyUnimplemented). The filter refuses
 // cluster_metadata_forwarding_namespaces per route. The GRPC body mode is
 // left out of the values (Envoy does not implement it); the filter's
 // Compile refuses mutation_rules.allow_all_routing true and applies
-// Envoy's checks of FULL_DUPLEX_STREAMED (extproc/duplex.go), which it
-// refuses in an upstream filter chain.
+// Envoy's checks of FULL_DUPLEX_STREAMED (extproc/duplex.go).
 var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.grpc_service":       {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.failure_mode_allow": {},
@@ -58,6 +56,9 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	// STREAMED request bodies go to the processor while the headers'
 	// answer is awaited (extproc/early.go); refused in upstream chains.
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.send_body_without_waiting_for_header_response": {},
+	// The processor's content-length declared to the connection
+	// manager, which holds the body to it (extproc/length.go).
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.allow_content_length_header": {},
 	// The save_processing_response processor (extproc/onresponse.go).
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.on_processing_response": {},
 	// An HTTP processor, headers only (extproc/httpservice.go); the

@@ -54,16 +54,26 @@ func (d *encodingDown) startEmitters() {
 }
 
 // emitFrom sends p, emitted by encoder i, through the encoders after it
-// and to the client at once; d.em.mu is held.
+// and to the client at once; d.em.mu is held. An empty p sends a head
+// the encoder held (httpfilter.HeadHolder) without body bytes.
 func (d *encodingDown) emitFrom(i int, p []byte) error {
 	out, err := d.runRange(i+1, len(d.encs), p, false)
-	if err != nil || len(out) == 0 {
+	if err != nil {
 		return err
+	}
+	if len(out) == 0 {
+		if len(p) > 0 || !d.held {
+			return nil
+		}
+		if err := d.release(-1); err != nil {
+			return err
+		}
+		return d.inner.flush()
 	}
 	if err := d.release(-1); err != nil {
 		return err
 	}
-	if err := d.inner.writeBody(out); err != nil {
+	if err := d.writeInner(out); err != nil {
 		return err
 	}
 	d.em.sent += uint64(len(out))

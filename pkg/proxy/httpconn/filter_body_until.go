@@ -21,7 +21,7 @@ const (
 
 // ReadsRequestBodyEarly implements httpfilter.RequestBodyReader.
 func (s *stream) ReadsRequestBodyEarly() bool {
-	return s.body != nil && len(s.reqXform) == 0
+	return s.body != nil && len(s.reqXform) == 0 && len(s.sources) == 0
 }
 
 // ReadRequestBodyUntil implements httpfilter.RequestBodyReader: the

@@ -236,9 +236,15 @@ type stream struct {
 	// The filters' body transformers (see transform.go), the wrappers
 	// that run them, the response body's framing as the filters see it,
 	// and the state the request's filters share.
-	reqXform    []httpfilter.DataDecoder
-	respXform   []httpfilter.DataEncoder
-	xbody       *decodingBody
+	reqXform  []httpfilter.DataDecoder
+	respXform []httpfilter.DataEncoder
+	xbody     *decodingBody
+	// sources are the chains a SourceDecoder started during its
+	// filter's DecodeHeaders (StartRequestSource), innermost first.
+	sources []*decodingBody
+	// reqDecl is the request body length a filter declared (see
+	// body_length.go).
+	reqDecl     declaredLength
 	xdown       encodingDown
 	respLength  int64
 	respHasBody bool

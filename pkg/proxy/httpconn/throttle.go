@@ -114,7 +114,7 @@ func (d *encodingDown) emit(p []byte) error {
 	if err := d.release(-1); err != nil {
 		return err
 	}
-	if err := d.inner.writeBody(p); err != nil {
+	if err := d.writeInner(p); err != nil {
 		return err
 	}
 	d.s.bytesSent += uint64(len(p))

@@ -66,6 +66,7 @@ type stateEntry struct {
 // asked for: its length is unknown from now on, unless every decoder
 // keeps it (httpfilter.RequestLengthKeeper).
 func (s *stream) transformRequest() {
+	defer s.applyRequestLength()
 	if len(s.reqXform) == 0 || s.body == nil {
 		return
 	}
@@ -94,7 +95,8 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 		s.respXform = s.respXform[:0]
 		return n
 	}
-	s.xdown = encodingDown{inner: s.down, s: s, encs: s.respXform}
+	// A length a filter declared in its EncodeHeaders stays.
+	s.xdown = encodingDown{inner: s.down, s: s, encs: s.respXform, decl: s.xdown.decl}
 	for _, e := range s.respXform {
 		// A tunnel's head must leave at once: the bytes that follow
 		// wait for it.
@@ -107,17 +109,76 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 	}
 	s.xdown.startEmitters()
 	s.down = &s.xdown
-	if _, ok := s.respXform[0].(*replacement); ok && len(s.respXform) == 1 {
+	n = transformedLength(s.respXform, n)
+	if !s.xdown.hold {
+		// A held head announces its length when it leaves.
+		n = s.xdown.responseLength(n)
+	}
+	return n
+}
+
+// transformedLength is the length of a response body of n bytes through
+// encs: -1 (unknown) when one may change it.
+func transformedLength(encs []httpfilter.DataEncoder, n int64) int64 {
+	if _, ok := encs[0].(*replacement); ok && len(encs) == 1 {
 		// Only the replaced body goes out: its length is known.
 		return n
 	}
-	for _, e := range s.respXform {
+	for _, e := range encs {
 		if k, ok := e.(httpfilter.LengthKeeper); !ok || !k.KeepsLength() {
 			return -1
 		}
 	}
 	// Encoders that only read the body leave its length as it was.
 	return n
+}
+
+var _ httpfilter.SourceStarter = (*stream)(nil)
+
+// StartRequestSource implements httpfilter.SourceStarter: the body so
+// far (the client's, through the decoders added before d) becomes d's
+// source at once, and the body the filters after it see, buffer or
+// transform, and the router forwards, is d's output. The chain is kept
+// in sources, to be closed at the stream's end and for the trailers it
+// leaves; xbody names it, so that the client's body is never skipped
+// under the source's reads.
+func (s *stream) StartRequestSource(d httpfilter.SourceDecoder) bool {
+	if s.body == nil || d == nil {
+		return false
+	}
+	if s.expect100 {
+		// The source reads the body now: the client waiting for 100
+		// Continue is told to send it.
+		s.expect100 = false
+		if err := s.down.continue100(); err != nil {
+			s.requestBodyFailed(err)
+			return false
+		}
+	}
+	// A slice of the chain's own: the decoding body keeps it.
+	decs := append(s.reqXform[:len(s.reqXform):len(s.reqXform)], d)
+	s.reqXform = nil
+	b := s.decodingChain(s.body, decs)
+	s.sources = append(s.sources, b)
+	s.xbody, s.body = b, b
+	s.reqLength, s.reqChunked = -1, true
+	return true
+}
+
+// trailersBefore are the trailers decoding body b starts from: those a
+// started chain it reads left, else the client's.
+func (s *stream) trailersBefore(b *decodingBody) http.Header {
+	i := len(s.sources) - 1
+	for j, c := range s.sources {
+		if c == b {
+			i = j - 1
+			break
+		}
+	}
+	if i >= 0 && s.sources[i].done {
+		return s.sources[i].trailer
+	}
+	return s.down.requestTrailers()
 }
 
 // SetResponseStatus implements httpfilter.ResponseStatusSetter.
@@ -144,6 +205,12 @@ func (s *stream) untransform() {
 		s.xbody = nil
 		s.reqXform = nil
 	}
+	for i, b := range s.sources {
+		b.close()
+		s.sources[i] = nil
+	}
+	s.sources = s.sources[:0]
+	s.reqDecl = declaredLength{}
 	clear(s.reqXform)
 	s.reqXform = s.reqXform[:0]
 	clear(s.respXform)
@@ -318,7 +385,7 @@ func (b *decodingBody) decodeTrailers() (http.Header, error) {
 	if b.upstream {
 		t = b.s.decodedTrailers()
 	} else {
-		t = b.s.down.requestTrailers()
+		t = b.s.trailersBefore(b)
 	}
 	copied := false
 	b.mu.Lock()
@@ -411,6 +478,12 @@ type encodingDown struct {
 	// em, with an httpfilter.EmittingEncoder, serializes its writes
 	// with the connection manager's (see emit.go).
 	em *emitState
+	// decl is the body length a filter declared; counting, once it is
+	// announced, holds the body to it, left bytes to go (see
+	// body_length.go).
+	decl     declaredLength
+	counting bool
+	left     int64
 }
 
 var _ downstream = (*encodingDown)(nil)
@@ -430,7 +503,7 @@ func (d *encodingDown) release(n int64) error {
 		return nil
 	}
 	d.held = false
-	return d.inner.writeHead(d.s, n, d.heldBody)
+	return d.inner.writeHead(d.s, d.responseLength(n), d.heldBody)
 }
 
 // writeBody implements downstream. The stream counts the bytes given
@@ -455,7 +528,7 @@ func (d *encodingDown) writeBody(p []byte) error {
 	if err := d.release(-1); err != nil {
 		return err
 	}
-	return d.inner.writeBody(out)
+	return d.writeInner(out)
 }
 
 // writeBodyString implements downstream.
@@ -493,7 +566,7 @@ func (d *encodingDown) finish() error {
 			return err
 		}
 		if len(out) > 0 {
-			if err := d.inner.writeBody(out); err != nil {
+			if err := d.writeInner(out); err != nil {
 				return err
 			}
 			d.s.bytesSent += uint64(len(out))
@@ -501,6 +574,9 @@ func (d *encodingDown) finish() error {
 		if len(d.trailer) > 0 {
 			d.inner.trailers(d.trailer)
 		}
+	}
+	if err := d.checkLength(); err != nil {
+		return err
 	}
 	return d.inner.finish()
 }

@@ -190,6 +190,11 @@ func (u upstreamStream) TransformRequestBody(d httpfilter.DataDecoder) {
 	}
 }
 
+// StartRequestSource implements httpfilter.SourceStarter for an upstream
+// filter: not there (the attempt's body is read once the attempt
+// starts).
+func (upstreamStream) StartRequestSource(httpfilter.SourceDecoder) bool { return false }
+
 // shadowFilterStream is the stream as a shadow's upstream filters see it:
 // the shadow's own copy of the request headers. Its body is the copy sent
 // once the request has arrived whole: a filter that buffers it sets the
@@ -221,6 +226,10 @@ func (f shadowFilterStream) SetAuthority(host string) { f.sh.authority = strings
 // ClearRouteCache implements httpfilter.Stream: nothing (see
 // upstreamStream).
 func (shadowFilterStream) ClearRouteCache() {}
+
+// StartRequestSource implements httpfilter.SourceStarter for a shadow's
+// filter: not there.
+func (shadowFilterStream) StartRequestSource(httpfilter.SourceDecoder) bool { return false }
 
 // TransformRequestBody implements httpfilter.Stream for a shadow: the
 // copy's body goes as it was kept; the decoder's trailers

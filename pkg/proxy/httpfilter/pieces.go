@@ -40,8 +40,47 @@ type SourceDecoder interface {
 // last piece. emit runs the bytes through the encoders after it and
 // writes them to the client; its writes and the connection manager's are
 // serialized. An error from emit means the response cannot go on (the
-// client went away): the encoder stops emitting.
+// client went away): the encoder stops emitting. An encoder that is also
+// a HeadHolder sends the head it held, without body bytes, with an empty
+// emit (or with its first bytes).
 type EmittingEncoder interface {
 	DataEncoder
 	SetEmitter(emit func(p []byte) error)
+}
+
+// SourceStarter is implemented by a Stream that lets a SourceDecoder read
+// the request body while its filter's DecodeHeaders still runs, as an
+// Envoy decoder filter that stopped iteration in decodeHeaders still
+// sees decodeData: ext_proc's FULL_DUPLEX_STREAMED sends the body's
+// pieces to its processor while the answer to the request headers is
+// awaited. The request head is held meanwhile (the router starts the
+// upstream request once DecodeHeaders returned).
+type SourceStarter interface {
+	// StartRequestSource adds d to the request body's decoders, as
+	// TransformRequestBody, and calls its DecodeFrom at once: d may read
+	// the body from then on (from a goroutine of its own). The filters
+	// after it see, buffer and transform d's output. False means it
+	// cannot (no body; not in an upstream filter chain; the client could
+	// not be told to send the body, and the stream has answered): d is
+	// not added.
+	StartRequestSource(d SourceDecoder) bool
+}
+
+// BodyLengthSetter is implemented by a Stream whose body framing a filter
+// may set: ext_proc's allow_content_length_header keeps the
+// content-length its processor sets for a body it changes. The length
+// counts the body as it leaves (upstream for the request, to the client
+// for the response); it is announced when the body is changed by the
+// declaring filter only (another filter that changes its length too
+// makes it unknown again). A body whose real length disagrees fails the
+// stream rather than leave with a framing it breaks: the upstream request
+// is cut, the response reset.
+type BodyLengthSetter interface {
+	// SetRequestBodyLength declares the request body's length, before
+	// the request goes upstream.
+	SetRequestBodyLength(n int64)
+	// SetResponseBodyLength declares the response body's length, before
+	// its head leaves (during EncodeHeaders, or while a HeadHolder
+	// holds it).
+	SetResponseBodyLength(n int64)
 }

@@ -219,12 +219,14 @@ func (e *bufferEncoder) process(end bool) []byte {
 			f.receiveMetadata(s, r)
 			cr := r.GetResponseBody().GetResponse()
 			if hm := cr.GetHeaderMutation(); hm != nil {
-				if err := applyHeaderMutation(hm, head{h: s.ResponseHeaders(), s: s, response: true}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+				if err := applyHeaderMutation(hm, head{h: s.ResponseHeaders(), s: s, response: true, cl: f.clFor(true)}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
 					rep = f.mutationFailed(err)
 				}
 			}
 			if rep == nil {
 				out, _ := replaceBody(cr.GetBodyMutation(), e.buf)
+				// The head is held: a length the processor set counts.
+				f.declareResponseLength(s, -1)
 				return out
 			}
 		}

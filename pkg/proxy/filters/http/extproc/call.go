@@ -83,7 +83,16 @@ func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingRe
 	if rep, sent := f.send(m, timer); !sent {
 		return nil, rep
 	}
-	return f.await(timer)
+	return f.await(timer, !requestMessage(m))
+}
+
+// requestMessage reports whether m is one of the request's phases.
+func requestMessage(m *extprocsvc.ProcessingRequest) bool {
+	switch m.GetRequest().(type) {
+	case *extprocsvc.ProcessingRequest_RequestHeaders, *extprocsvc.ProcessingRequest_RequestBody, *extprocsvc.ProcessingRequest_RequestTrailers:
+		return true
+	}
+	return false
 }
 
 // send sends m on the stream, opening it first, under timer (the
@@ -125,10 +134,11 @@ func (f *filter) send(m *extprocsvc.ProcessingRequest, timer *time.Timer) (rep *
 	return nil, true
 }
 
-// await waits for the answer to the message sent last, until timer
-// fires; it returns as call does.
-func (f *filter) await(timer *time.Timer) (*extprocsvc.ProcessingResponse, *reply) {
-	r, err, late := f.c.waitAnswer(f.st, timer)
+// await waits for the answer to the message sent last, of the
+// response's phases when response, until timer fires; it returns as call
+// does.
+func (f *filter) await(timer *time.Timer, response bool) (*extprocsvc.ProcessingResponse, *reply) {
+	r, err, late := f.c.waitAnswer(f.st, timer, response)
 	switch {
 	case late:
 		return nil, f.timedOut()
@@ -139,18 +149,25 @@ func (f *filter) await(timer *time.Timer) (*extprocsvc.ProcessingResponse, *repl
 }
 
 // waitAnswer waits for st's next answer until timer fires (late), or
-// for the stream's end (err). It reads nothing of a filter, so that a
-// goroutine may wait while the request goes on (see early.go).
-func (c *config) waitAnswer(st *sideStream, timer *time.Timer) (r *extprocsvc.ProcessingResponse, err error, late bool) {
+// for the stream's end (err); a nil timer never fires (no timer runs:
+// an override_message_timeout is then ignored). It reads nothing of a
+// filter, so that a goroutine may wait while the request goes on (see
+// early.go). response: the answer is to one of the response's phases.
+func (c *config) waitAnswer(st *sideStream, timer *time.Timer, response bool) (r *extprocsvc.ProcessingResponse, err error, late bool) {
 	overridden := false
+	var fired <-chan time.Time
+	if timer != nil {
+		fired = timer.C
+	}
+	answers := st.answers(response)
 	for {
 		select {
-		case r := <-st.msgs:
+		case r := <-answers:
 			if d := r.GetOverrideMessageTimeout(); d != nil {
 				// The processor asks for more time, once per message,
 				// within max_message_timeout.
 				t := d.AsDuration()
-				if overridden || t < time.Millisecond || t > c.maxMessageTimeout {
+				if timer == nil || overridden || t < time.Millisecond || t > c.maxMessageTimeout {
 					c.stats.overrideTimeoutIgnored.Inc()
 					continue
 				}
@@ -160,9 +177,9 @@ func (c *config) waitAnswer(st *sideStream, timer *time.Timer) (r *extprocsvc.Pr
 				continue
 			}
 			return r, nil, false
-		case err := <-st.end:
-			return nil, err, false
-		case <-timer.C:
+		case <-st.end:
+			return nil, st.endErr, false
+		case <-fired:
 			return nil, nil, true
 		}
 	}

@@ -58,7 +58,9 @@ type config struct {
 	// sendBodyEarly is send_body_without_waiting_for_header_response:
 	// a STREAMED request body goes to the processor while the answer to
 	// the request headers is awaited (see early.go).
-	sendBodyEarly    bool
+	sendBodyEarly bool
+	// allowCL is allow_content_length_header (see length.go).
+	allowCL          bool
 	disableImmediate bool
 	routeCache       extprocv3.ExternalProcessor_RouteCacheAction
 	// ns are metadata_options' namespaces; clusterNS its
@@ -157,6 +159,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		messageTimeout:    defaultMessageTimeout,
 		allowModeOverride: p.GetAllowModeOverride(),
 		sendBodyEarly:     p.GetSendBodyWithoutWaitingForHeaderResponse(),
+		allowCL:           p.GetAllowContentLengthHeader(),
 		disableImmediate:  p.GetDisableImmediateResponse(),
 		routeCache:        p.GetRouteCacheAction(),
 		log:               ctx.Log,
@@ -281,8 +284,6 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 // their paths.
 func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 	switch {
-	case p.GetAllowContentLengthHeader():
-		return errors.New("allow_content_length_header: not supported by Outrigger (the connection manager frames bodies itself)")
 	case p.GetEmitClientSpan() != nil && p.GetHttpService() != nil:
 		return errors.New("emit_client_span: not supported with http_service by Outrigger (only a gRPC processor's stream is traced, as in Envoy, whose HTTP client for ext_proc has no span)")
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -31,7 +32,10 @@ import (
 // after OnDestroy: the goroutines touch it only holding mu while closed
 // is false, and OnDestroy sets closed first.
 type duplex struct {
-	f  *filter
+	f *filter
+	// c is the filter's configuration, which the filter, pooled again,
+	// forgets.
+	c  *config
 	st *sideStream
 	ph phase
 	// md, attrs and proto go with the messages: the metadata context on
@@ -65,31 +69,31 @@ func (d *duplex) setOver() {
 	}
 }
 
-// awaitRequestDuplex waits for a FULL_DUPLEX_STREAMED request body's
-// answers to end before the response's messages go: both would read the
-// same stream's answers. An upstream that answers while the request body
-// still streams waits at most message_timeout; the request body's
-// processing then stops (its reader fails).
-func (f *filter) awaitRequestDuplex() {
+// splitForResponse readies the stream for the response's messages while
+// a FULL_DUPLEX_STREAMED request body still streams: the two directions'
+// answers are then read apart (sideStream.splitResponses), as Envoy
+// dispatches each answer to its direction, and the response's messages
+// go at once, interleaved with the request body's.
+func (f *filter) splitForResponse() {
 	f.mu.Lock()
-	var wait []*duplex
+	st := f.st
+	var reqs []*duplex
 	for _, d := range f.duplexes {
 		if d.ph == phaseRequestBody {
-			wait = append(wait, d)
+			reqs = append(reqs, d)
 		}
 	}
-	timeout := f.c.messageTimeout
 	f.mu.Unlock()
-	if len(wait) == 0 {
+	if st == nil {
 		return
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for _, d := range wait {
-		select {
-		case <-d.overc:
-		case <-timer.C:
-			d.close()
+	for _, d := range reqs {
+		d.mu.Lock()
+		active := !d.over
+		d.mu.Unlock()
+		if active {
+			st.splitResponses()
+			return
 		}
 	}
 }
@@ -116,7 +120,7 @@ func (f *filter) newDuplex(ph phase) (*duplex, *reply) {
 		f.st = st
 		f.c.stats.streamsStarted.Inc()
 	}
-	d := &duplex{f: f, st: f.st, ph: ph, md: f.mdContext, overc: make(chan struct{})}
+	d := &duplex{f: f, c: f.c, st: f.st, ph: ph, md: f.mdContext, overc: make(chan struct{})}
 	// Envoy's failureModeAllow() is false once a FULL_DUPLEX_STREAMED
 	// body is under way (a route's override could have set it).
 	f.failureModeAllow = false
@@ -152,7 +156,7 @@ func (d *duplex) send(m *extprocsvc.ProcessingRequest) {
 		m.ProtocolConfig, d.proto = d.proto, nil
 	}
 	d.st.send(m)
-	d.f.c.stats.msgsSent.Inc()
+	d.c.stats.msgsSent.Inc()
 }
 
 // sendEnd sends the body's end: the trailers, when there are some and
@@ -163,7 +167,7 @@ func (d *duplex) sendEnd(p []byte, trailers http.Header) bool {
 		if len(p) > 0 {
 			d.send(bodyMessage(p, false, d.ph))
 		}
-		d.send(trailersMessage(trailers, d.ph, d.f.c))
+		d.send(trailersMessage(trailers, d.ph, d.c))
 		return true
 	}
 	d.send(bodyMessage(p, true, d.ph))
@@ -213,13 +217,23 @@ func (d *duplex) next(stop <-chan struct{}, pass <-chan passPiece) (duplexAnswer
 		var endErr error
 		ended := false
 		select {
-		case r = <-d.st.msgs:
-		case endErr = <-d.st.end:
-			ended = true
+		case r = <-d.st.answers(d.ph == phaseResponseBody):
+		case <-d.st.end:
+			endErr, ended = d.st.endErr, true
 		case pp := <-pass:
 			return duplexAnswer{}, &pp, nil
 		case <-stop:
 			return duplexAnswer{}, nil, errDuplexClosed
+		case <-d.overc:
+			// Processing of this body is over (the headers' answer
+			// replaced it, or ended processing): the rest passes.
+			d.mu.Lock()
+			closed := d.closed
+			d.mu.Unlock()
+			if closed {
+				return duplexAnswer{}, nil, errDuplexClosed
+			}
+			return duplexAnswer{pass: true}, nil, nil
 		}
 		d.mu.Lock()
 		if d.closed {
@@ -336,6 +350,8 @@ type duplexDecoder struct {
 	pass   chan passPiece
 	pumped chan struct{}
 	ended  bool
+	// early: the body streams from DecodeHeaders on (see duplexhead.go).
+	early bool
 }
 
 // passPiece is a piece of the body before the decoder that goes on
@@ -364,6 +380,12 @@ func (dd *duplexDecoder) DecodeEnd() ([]byte, error) { return nil, nil }
 func (dd *duplexDecoder) DecodeFrom(next func() ([]byte, error), trailers func() http.Header) func() ([]byte, error) {
 	dd.stop, dd.pass, dd.pumped = make(chan struct{}), make(chan passPiece, 1), make(chan struct{})
 	started := false
+	if dd.early {
+		// Started during DecodeHeaders (httpfilter.SourceStarter): the
+		// pieces go while the headers' answer is awaited.
+		started = true
+		go dd.pump(next, trailers)
+	}
 	return func() ([]byte, error) {
 		if !started {
 			started = true
@@ -499,9 +521,23 @@ type duplexEncoder struct {
 	// done is closed when the answers ended, err saying how.
 	done chan struct{}
 	err  error
+	// head: the response headers' answer is awaited, the head held
+	// until it applies (see duplexhead.go); s is the stream it edits.
+	head bool
+	s    httpfilter.Stream
+	// replaced: the headers' answer put a body (or a reply) of its own
+	// in place of the upstream's, whose pieces are dropped.
+	replaced atomic.Bool
 }
 
-var _ httpfilter.EmittingEncoder = (*duplexEncoder)(nil)
+var (
+	_ httpfilter.EmittingEncoder = (*duplexEncoder)(nil)
+	_ httpfilter.HeadHolder      = (*duplexEncoder)(nil)
+)
+
+// HoldsHead implements httpfilter.HeadHolder: the head waits for its
+// answer.
+func (e *duplexEncoder) HoldsHead() bool { return e.head }
 
 // SetEmitter implements httpfilter.EmittingEncoder.
 func (e *duplexEncoder) SetEmitter(emit func([]byte) error) { e.emit = emit }
@@ -524,6 +560,11 @@ func (e *duplexEncoder) receive() {
 		e.err = err
 		close(e.done)
 	}()
+	if e.head {
+		if err = e.headAnswer(); err != nil || e.replaced.Load() {
+			return
+		}
+	}
 	for {
 		a, _, nerr := e.d.next(e.stop, nil)
 		switch {
@@ -556,6 +597,9 @@ func (e *duplexEncoder) over() bool {
 // processor; what goes on is what the processor answers, emitted.
 func (e *duplexEncoder) EncodeData(p []byte) ([]byte, error) {
 	e.start()
+	if e.replaced.Load() {
+		return nil, nil
+	}
 	select {
 	case <-e.done:
 		if e.err != nil {
@@ -583,6 +627,9 @@ func (e *duplexEncoder) EncodeEnd(trailers http.Header) ([]byte, http.Header, er
 	<-e.done
 	if e.err != nil {
 		return nil, nil, e.err
+	}
+	if e.replaced.Load() {
+		return nil, nil, nil
 	}
 	t, err := e.d.editTrailers(trailers)
 	if err != nil {

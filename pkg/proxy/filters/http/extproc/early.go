@@ -105,7 +105,7 @@ func (f *filter) exchangeEarly(s httpfilter.Stream, rs httpfilter.RequestBodyRea
 	st := f.st
 	res, stop := make(chan earlyHeadersAnswer, 1), make(chan struct{})
 	go func() {
-		r, err, late := c.waitAnswer(st, timer)
+		r, err, late := c.waitAnswer(st, timer, false)
 		if late {
 			// A piece's send that waits for the processor's flow
 			// control returns.
@@ -175,7 +175,7 @@ func (f *filter) earlyAnswers() (out []byte, endSent bool, err error) {
 			return out, endSent, nil
 		}
 		timer := time.NewTimer(f.c.messageTimeout)
-		r, rep := f.await(timer)
+		r, rep := f.await(timer, false)
 		timer.Stop()
 		if rep == nil {
 			var ok bool

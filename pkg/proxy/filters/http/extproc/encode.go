@@ -33,7 +33,17 @@ func (f *filter) applyReplyHeaders(s httpfilter.Stream) {
 // processor and come back mutated, and the response body is set to go
 // through as the body mode says.
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
-	f.awaitRequestDuplex()
+	n, _ := s.ResponseBody()
+	st := f.encodeHeaders(s)
+	f.mu.Lock()
+	f.declareResponseLength(s, n)
+	f.mu.Unlock()
+	return st
+}
+
+// encodeHeaders is EncodeHeaders but for the response's framing.
+func (f *filter) encodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	f.splitForResponse()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.replied {
@@ -46,6 +56,9 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		// Evaluated here, with the response head, as the request's are
 		// in DecodeHeaders.
 		f.respAttrs = evaluateAttributes(f.respList, s, true)
+	}
+	if hasBody && s.ResponseStatus() != 101 && s.Request().Method != "CONNECT" && f.duplexHead(f.mode.responseBody, f.mode.responseHeaders) {
+		return f.encodeHeadersDuplex(s)
 	}
 	if !f.done && f.mode.responseHeaders {
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_ResponseHeaders{
@@ -95,7 +108,7 @@ func (f *filter) responseHeadersAnswer(s httpfilter.Stream, r *extprocsvc.Proces
 	f.receiveMetadata(s, r)
 	cr := r.GetResponseHeaders().GetResponse()
 	if hm := cr.GetHeaderMutation(); hm != nil {
-		if err := applyHeaderMutation(hm, head{h: s.ResponseHeaders(), s: s, response: true}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+		if err := applyHeaderMutation(hm, head{h: s.ResponseHeaders(), s: s, response: true, cl: f.clFor(true)}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
 			f.saveAnswer(r, err)
 			return f.mutationFailed(err)
 		}
@@ -122,6 +135,7 @@ func (f *filter) responseHeadersAnswer(s httpfilter.Stream, r *extprocsvc.Proces
 // headers with the reply's mutations, and, when the response has a body
 // to replace (withBody), the reply's body in its place.
 func (f *filter) replaceResponse(s httpfilter.Stream, rep *reply, withBody bool) {
+	f.respReplaced = true
 	if ss, ok := s.(httpfilter.ResponseStatusSetter); ok {
 		ss.SetResponseStatus(rep.status)
 	}

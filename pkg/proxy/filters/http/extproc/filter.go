@@ -57,6 +57,13 @@ type filter struct {
 	early []earlyPiece
 	// protocolSent: the protocol_config went with a message.
 	protocolSent bool
+	// reqCL and respCL are the content-lengths the processor set, with
+	// allow_content_length_header; origReqLen is the request body's
+	// length as the client framed it (-1 unknown). See length.go.
+	reqCL, respCL declaredCL
+	origReqLen    int64
+	// respReplaced: the response is a reply of the filter's own.
+	respReplaced bool
 	// duplexes are the FULL_DUPLEX_STREAMED bodies, stopped before the
 	// filter is pooled again (see duplex.go).
 	duplexes []*duplex
@@ -79,6 +86,16 @@ var (
 // a buffered request body, go to the processor and come back mutated; a
 // streamed body goes through as it flows.
 func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	f.origReqLen, _ = s.RequestBody()
+	st := f.decodeHeaders(s)
+	if st == httpfilter.Continue {
+		f.declareRequestLength(s)
+	}
+	return st
+}
+
+// decodeHeaders is DecodeHeaders but for the request's framing.
+func (f *filter) decodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.s = s
 	if f.c.info != nil {
 		// Envoy sets its logging info for every request the filter
@@ -109,6 +126,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 			return f.decodeHeadersEarly(s, rs)
 		}
 		_, hasBody := s.RequestBody()
+		if ss, ok := s.(httpfilter.SourceStarter); ok && hasBody && !f.c.upstream && s.Request().Method != "CONNECT" && f.duplexHead(f.mode.requestBody, true) {
+			return f.decodeHeadersDuplex(s, ss)
+		}
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestHeaders{
 			RequestHeaders: &extprocsvc.HttpHeaders{Headers: f.requestHeaderMap(s), EndOfStream: !hasBody},
 		}}
@@ -134,7 +154,7 @@ func (f *filter) requestHeadersAnswer(s httpfilter.Stream, r *extprocsvc.Process
 	f.receiveMetadata(s, r)
 	cr := r.GetRequestHeaders().GetResponse()
 	if hm := cr.GetHeaderMutation(); hm != nil {
-		if err := applyHeaderMutation(hm, head{h: s.RequestHeaders(), s: s}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+		if err := applyHeaderMutation(hm, head{h: s.RequestHeaders(), s: s, cl: f.clFor(false)}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
 			f.saveAnswer(r, err)
 			return f.mutationFailed(err)
 		}
@@ -250,7 +270,7 @@ func (f *filter) requestBodyAnswer(s httpfilter.Stream, r *extprocsvc.Processing
 	f.receiveMetadata(s, r)
 	cr := r.GetRequestBody().GetResponse()
 	if hm := cr.GetHeaderMutation(); hm != nil {
-		if err := applyHeaderMutation(hm, head{h: s.RequestHeaders(), s: s}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+		if err := applyHeaderMutation(hm, head{h: s.RequestHeaders(), s: s, cl: f.clFor(false)}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
 			return f.mutationFailed(err)
 		}
 	}

@@ -27,6 +27,9 @@ type head struct {
 	// s is the stream, for :path and :status; nil for trailers.
 	s        httpfilter.Stream
 	response bool
+	// cl records the content-length the mutation sets, with
+	// allow_content_length_header (see length.go); nil without.
+	cl *declaredCL
 }
 
 // has reports whether the head has name.
@@ -59,6 +62,14 @@ func (hd head) set(name, value string, appendValue bool) bool {
 		ss.SetResponseStatus(code)
 		return true
 	case name == "content-length":
+		if hd.cl != nil {
+			n, err := strconv.ParseInt(value, 10, 64)
+			if err != nil || n < 0 {
+				return false
+			}
+			hd.cl.set, hd.cl.n = true, n
+			return true
+		}
 		// The connection manager frames bodies itself: the length
 		// sent is the body's, whatever the processor says it is.
 		return true

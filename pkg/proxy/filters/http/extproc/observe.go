@@ -67,7 +67,8 @@ func (o *observer) run(ctx context.Context, cancel context.CancelFunc, svc *serv
 			s.send(m)
 		case <-s.msgs:
 			// Answers are ignored in observability mode.
-		case err := <-s.end:
+		case <-s.end:
+			err := s.endErr
 			// A processor that ends the stream, or the deferred close
 			// (ctx's end), closes it; anything else failed it.
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {

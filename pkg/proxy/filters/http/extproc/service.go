@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -35,9 +37,21 @@ type sideStream struct {
 	cancel context.CancelFunc
 	cl     extprocsvc.ExternalProcessor_ProcessClient
 	msgs   chan *extprocsvc.ProcessingResponse
-	// end receives the error that ended the stream (io.EOF when the
-	// processor closed it cleanly), once.
-	end chan error
+	// resp receives the answers of the response's phases (and the
+	// immediate responses) once split is set: a FULL_DUPLEX_STREAMED
+	// request body's answers go on arriving on msgs, read by another
+	// goroutine, while the response's are read, as Envoy dispatches an
+	// answer by its kind.
+	resp  chan *extprocsvc.ProcessingResponse
+	split atomic.Bool
+	// sendMu serializes the sends: a FULL_DUPLEX_STREAMED body's pieces
+	// leave from a goroutine of their own while the other direction's
+	// messages go.
+	sendMu sync.Mutex
+	// end is closed when the stream ended, endErr saying how (io.EOF
+	// when the processor closed it cleanly); every reader sees it.
+	end    chan struct{}
+	endErr error
 	// span is the stream's span, nil for an untraced request.
 	span *tracing.CallSpan
 }
@@ -78,7 +92,8 @@ func (s *service) openStream(ctx context.Context, cancel context.CancelFunc, ext
 		cancel: func() { callCancel(); cancel() },
 		cl:     cl,
 		msgs:   make(chan *extprocsvc.ProcessingResponse),
-		end:    make(chan error, 1),
+		resp:   make(chan *extprocsvc.ProcessingResponse),
+		end:    make(chan struct{}),
 		span:   sp,
 	}
 	go st.receive(ctx)
@@ -91,22 +106,52 @@ func (st *sideStream) receive(ctx context.Context) {
 		m, err := st.cl.Recv()
 		if err != nil {
 			st.endSpan(ctx, err)
-			st.end <- err
+			st.endErr = err
+			close(st.end)
 			return
 		}
+		ch := st.msgs
+		if st.split.Load() && !requestKind(m) {
+			ch = st.resp
+		}
 		select {
-		case st.msgs <- m:
+		case ch <- m:
 		case <-ctx.Done():
 			st.span.Cancel(time.Now())
-			st.end <- ctx.Err()
+			st.endErr = ctx.Err()
+			close(st.end)
 			return
 		}
 	}
 }
 
+// requestKind reports whether m answers one of the request's phases.
+func requestKind(m *extprocsvc.ProcessingResponse) bool {
+	switch m.GetResponse().(type) {
+	case *extprocsvc.ProcessingResponse_RequestHeaders, *extprocsvc.ProcessingResponse_RequestBody, *extprocsvc.ProcessingResponse_RequestTrailers:
+		return true
+	}
+	return false
+}
+
+// answers is the channel the answers of a direction arrive on: the
+// response's own once the stream is split.
+func (st *sideStream) answers(response bool) <-chan *extprocsvc.ProcessingResponse {
+	if response && st.split.Load() {
+		return st.resp
+	}
+	return st.msgs
+}
+
+// splitResponses sends the response's answers to their own channel from
+// now on; set before the response's first message goes.
+func (st *sideStream) splitResponses() { st.split.Store(true) }
+
 // send sends a message. A failed send is not an error of its own: the
 // receiver reports the stream's end, with its status.
 func (st *sideStream) send(m *extprocsvc.ProcessingRequest) {
+	st.sendMu.Lock()
+	defer st.sendMu.Unlock()
 	_ = st.cl.Send(m)
 }
 
@@ -115,7 +160,12 @@ func (st *sideStream) send(m *extprocsvc.ProcessingRequest) {
 // first, ends cancelled, as Envoy's client resets a stream its filter
 // is done with.
 func (st *sideStream) close() {
-	_ = st.cl.CloseSend()
+	// CloseSend may not run with a send; a send that waits for the
+	// processor's flow control ends with the cancellation instead.
+	if st.sendMu.TryLock() {
+		_ = st.cl.CloseSend()
+		st.sendMu.Unlock()
+	}
 	st.cancel()
 	st.span.Cancel(time.Now())
 }
