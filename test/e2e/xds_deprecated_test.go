@@ -20,6 +20,7 @@ var _ = Describe("xDS: deprecated fields in discovered resources", func() {
 			"stat_prefix: depr, http2_protocol_options: {stream_error_on_invalid_http_messaging: true}, ", 1)
 		ls := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{chain}})}
 		c := clusterProto("svc", a, "")
+		//lint:ignore SA1019 the spec sends a deprecated field on purpose
 		c.HttpProtocolOptions = &corev3.Http1ProtocolOptions{}
 		m.set(xdsSnapshot("v1", ls, []*clusterv3.Cluster{c}))
 		s := Start(newDir(), cdsBootstrap(m.port))

@@ -40,9 +40,11 @@ func scanned(s *DeprecatedScanner, m proto.Message, prefix string) []string {
 }
 
 func TestDeprecatedScanner(t *testing.T) {
+	//lint:ignore SA1019 the test sets deprecated fields on purpose
 	invalidMessaging := &corev3.Http2ProtocolOptions{StreamErrorOnInvalidHttpMessaging: true}
 	c := edsCluster()
 	// A deprecated field.
+	//lint:ignore SA1019 the test sets deprecated fields on purpose
 	c.Http2ProtocolOptions = &corev3.Http2ProtocolOptions{}
 	// A map of Anys.
 	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{
