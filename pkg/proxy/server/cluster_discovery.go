@@ -100,6 +100,7 @@ func (s *Server) subscribeClustersFile(cds *corev3.ConfigSource) error {
 // cluster.Manager.ApplyDiscoveredChecked). It runs on the stream
 // goroutine.
 func (s *Server) applyClusterUpdate(u xds.Update) error {
+	s.warnDeprecatedResources(u)
 	cfgs := make([]*clusterv3.Cluster, 0, len(u.Resources))
 	for i, r := range u.Resources {
 		c, ok := r.(*clusterv3.Cluster)

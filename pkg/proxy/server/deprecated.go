@@ -2,9 +2,11 @@ package server
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
 // warnDeprecated warns once for each deprecated field or enum value the
@@ -21,5 +23,17 @@ func (s *Server) warnDeprecated(fields []bootstrap.DeprecatedField) {
 			"in a future version; see docs/compat.md for the v3 fields Outrigger reads.", f.Name, f.File), "field", f.Path)
 		use.Inc()
 		seen.Add(1)
+	}
+}
+
+// warnDeprecatedResources warns about and counts the deprecated fields and
+// enum values in the resources of a discovery update (from a stream, a
+// REST poll or a file), as Envoy's check of each decoded resource does:
+// on every update that brings the resource, before it is applied.
+func (s *Server) warnDeprecatedResources(u xds.Update) {
+	for i, r := range u.Resources {
+		if fields := s.deprecated.Scan(r, "resources["+strconv.Itoa(i)+"]"); len(fields) > 0 {
+			s.warnDeprecated(fields)
+		}
 	}
 }

@@ -356,6 +356,7 @@ func (d *endpointDiscovery) stale(ec *edsCluster, gen uint64) {
 // assignment is rejected whole, and the clusters keep their hosts.
 func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 	return func(u xds.Update) error {
+		s.warnDeprecatedResources(u)
 		type change struct {
 			ec         *edsCluster
 			cla        *endpointv3.ClusterLoadAssignment

@@ -150,6 +150,7 @@ func (s *Server) subscribeListenersADS() error {
 //
 // It runs on the subscription's goroutine, one update at a time.
 func (s *Server) applyListenerUpdate(u xds.Update) error {
+	s.warnDeprecatedResources(u)
 	var lcs []*listenerv3.Listener
 	names := map[string]bool{}
 	for i, r := range u.Resources {

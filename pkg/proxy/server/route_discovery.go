@@ -237,6 +237,7 @@ func (d *routeDiscovery) wantLocked() error {
 // one bad configuration is rejected whole (NACKed with its path) and the
 // routes in service stay. A name the response leaves out is unchanged.
 func (d *routeDiscovery) apply(u xds.Update) error {
+	d.s.warnDeprecatedResources(u)
 	start := d.s.now()
 	type change struct {
 		r        *rdsRoute

@@ -129,7 +129,10 @@ func (st *secretStore) resolve(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, 
 		Stats:            st.s.stats.Scope("sds." + name + "."),
 		Log:              st.s.logs.Logger("secret"),
 		Now:              st.s.now,
-	}, fs.apply)
+	}, func(u xds.Update) error {
+		st.s.warnDeprecatedResources(u)
+		return fs.apply(u)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sds_config.path_config_source.path: %w", err)
 	}

@@ -221,6 +221,7 @@ func (g *streamSecrets) subscribeLocked() error {
 // and keeps its last value; as each of Envoy's SDS subscriptions is its
 // own, the others of the response apply.
 func (g *streamSecrets) apply(u xds.Update) error {
+	g.st.s.warnDeprecatedResources(u)
 	start := g.st.s.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()

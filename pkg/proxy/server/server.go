@@ -141,6 +141,10 @@ type Server struct {
 
 	quitOnce sync.Once
 	quit     chan struct{}
+
+	// deprecated finds the deprecated fields of discovered resources,
+	// knowing by now which types can hold one.
+	deprecated bootstrap.DeprecatedScanner
 }
 
 // New builds a server from a validated bootstrap without binding anything.

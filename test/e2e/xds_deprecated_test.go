@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("xDS: deprecated fields in discovered resources", func() {
+	It("warns about and counts each deprecated field of a cluster and a listener, on every update that brings them", func() {
+		a := startNamed("A")
+		m := startManagementServer()
+		// The connection manager in the listener's typed_config sets a
+		// deprecated field; so does the cluster.
+		chain := strings.Replace(routeToCluster("depr", "svc"), "stat_prefix: depr, ",
+			"stat_prefix: depr, http2_protocol_options: {stream_error_on_invalid_http_messaging: true}, ", 1)
+		ls := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{chain}})}
+		c := clusterProto("svc", a, "")
+		//lint:ignore SA1019 the spec sends a deprecated field on purpose
+		c.HttpProtocolOptions = &corev3.Http1ProtocolOptions{}
+		m.set(xdsSnapshot("v1", ls, []*clusterv3.Cluster{c}))
+		s := Start(newDir(), cdsBootstrap(m.port))
+		waitLive(s)
+		Expect(getBody(listenerAddr(s, "ingress"))).To(Equal("A"), "the resources were accepted")
+
+		Eventually(s.Stderr).Should(ContainSubstring("Using deprecated option 'envoy.config.cluster.v3.Cluster.http_protocol_options'"))
+		Expect(s.Stderr()).To(ContainSubstring("Using deprecated option 'envoy.config.core.v3.Http2ProtocolOptions.stream_error_on_invalid_http_messaging'"))
+		Expect(s.Stderr()).To(ContainSubstring("resources[0].filter_chains[0].filters[0].typed_config.http2_protocol_options.stream_error_on_invalid_http_messaging"))
+		Expect(statValue(s, "runtime.deprecated_feature_use")).To(Equal("2"))
+		Expect(statValue(s, "runtime.deprecated_feature_seen_since_process_start")).To(Equal("2"))
+
+		// As in Envoy, each update that brings the resources checks them
+		// again: a new version of both counts both again.
+		m.set(xdsSnapshot("v2", ls, []*clusterv3.Cluster{c}))
+		waitStat(s, "cluster_manager.cds.version_text", `"v2"`)
+		waitStat(s, "listener_manager.lds.version_text", `"v2"`)
+		Eventually(func() string { return statValue(s, "runtime.deprecated_feature_use") }).Should(Equal("4"))
+		Expect(statValue(s, "runtime.deprecated_feature_seen_since_process_start")).To(Equal("4"))
+	})
+
+	It("counts nothing for resources without deprecated fields", func() {
+		a := startNamed("A")
+		m := startManagementServer()
+		ls := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{routeToCluster("plain", "svc")}})}
+		m.set(xdsSnapshot("v1", ls, []*clusterv3.Cluster{clusterProto("svc", a, "")}))
+		s := Start(newDir(), cdsBootstrap(m.port))
+		waitLive(s)
+		Expect(getBody(listenerAddr(s, "ingress"))).To(Equal("A"))
+		Expect(statValue(s, "runtime.deprecated_feature_use")).To(Equal("0"))
+		Expect(s.Stderr()).NotTo(ContainSubstring("Using deprecated option"))
+	})
+})
