@@ -145,10 +145,10 @@ func (s *semanticChecker) listener(l *listenerv3.Listener, p string) {
 	switch {
 	case udp && (len(l.GetFilterChains()) > 0 || l.GetDefaultFilterChain() != nil):
 		// A raw UDP listener's datagrams go to its UDP listener filters.
-		s.fail(childPath(p, "filter_chains"), "a UDP listener takes no filter chains; its listener_filters (envoy.filters.udp_listener.udp_proxy) handle datagrams")
+		s.fail(childPath(p, "filter_chains"), "a UDP listener takes no filter chains; its listener_filters (envoy.filters.udp_listener.udp_proxy, envoy.filters.udp.dns_filter) handle datagrams")
 	case udp:
 		if len(l.GetListenerFilters()) == 0 {
-			s.fail(childPath(p, "listener_filters"), "a UDP listener needs a UDP listener filter (envoy.filters.udp_listener.udp_proxy)")
+			s.fail(childPath(p, "listener_filters"), "a UDP listener needs a UDP listener filter (envoy.filters.udp_listener.udp_proxy or envoy.filters.udp.dns_filter)")
 		}
 	case len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil:
 		s.fail(childPath(p, "filter_chains"), "a listener must have at least one filter chain")

@@ -63,10 +63,10 @@ func (l *Listener) buildUDP(lc *listenerv3.Listener, deps Deps) []error {
 		}
 	}
 	if len(lc.GetFilterChains()) > 0 {
-		errs = append(errs, errors.New("filter_chains: a UDP listener takes no filter chains; its listener_filters (envoy.filters.udp_listener.udp_proxy) handle datagrams"))
+		errs = append(errs, errors.New("filter_chains: a UDP listener takes no filter chains; its listener_filters (envoy.filters.udp_listener.udp_proxy, envoy.filters.udp.dns_filter) handle datagrams"))
 	}
 	if lc.GetDefaultFilterChain() != nil {
-		errs = append(errs, errors.New("default_filter_chain: a UDP listener takes no filter chains; its listener_filters (envoy.filters.udp_listener.udp_proxy) handle datagrams"))
+		errs = append(errs, errors.New("default_filter_chain: a UDP listener takes no filter chains; its listener_filters (envoy.filters.udp_listener.udp_proxy, envoy.filters.udp.dns_filter) handle datagrams"))
 	}
 	if lc.GetUseOriginalDst().GetValue() {
 		errs = append(errs, errors.New("use_original_dst: not supported on a UDP listener"))
@@ -105,7 +105,7 @@ func (l *Listener) buildUDP(lc *listenerv3.Listener, deps Deps) []error {
 		}
 	}
 	if len(lc.GetListenerFilters()) == 0 {
-		errs = append(errs, errors.New("listener_filters: a UDP listener needs a UDP listener filter (envoy.filters.udp_listener.udp_proxy)"))
+		errs = append(errs, errors.New("listener_filters: a UDP listener needs a UDP listener filter (envoy.filters.udp_listener.udp_proxy or envoy.filters.udp.dns_filter)"))
 	}
 	for i, f := range lc.GetListenerFilters() {
 		path := fmt.Sprintf("listener_filters[%d].", i)
