@@ -91,17 +91,7 @@ func (s *stream) connectUDP(cl UpstreamCluster, host *upstream.Host) {
 		return
 	}
 	defer conn.Close()
-	s.startUpstreamDuration(cl)
-	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], conn.LocalAddr())
-	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
-	if s.m.uplog != nil {
-		s.poolReadyLog()
-	}
-	now := time.Now()
-	s.tLast = now
-	s.entry.FirstUpstreamByte = s.m.stamp(now)
-	s.status = 200
-	s.details = "via_upstream"
+	s.terminatedUp(cl, conn)
 	if s.conn != nil {
 		// RFC 9298 section 3.3: an HTTP/1.1 client is switched to the
 		// protocol it asked for.

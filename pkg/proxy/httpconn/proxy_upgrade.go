@@ -98,6 +98,25 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host, cc *router.
 	}
 	defer conn.Close()
 	s.outlierConnected()
+	s.terminatedUp(cl, conn)
+	s.outlierResponse()
+	s.mutateUpgradeResponse()
+	s.chargeCode(cl.Stats(), 200)
+	if !s.upg.connect {
+		s.postTunnel(tunnelEnd{r: conn, w: conn, conn: conn})
+		return
+	}
+	if !s.openTunnel() {
+		return
+	}
+	s.runTunnel(tunnelEnd{r: conn, w: conn, conn: conn})
+}
+
+// terminatedUp records that a CONNECT (or CONNECT-UDP) terminated at the
+// proxy has its upstream socket conn: the upstream timings, its local
+// address (and TLS) for the access log, the pool-ready log entry, and the
+// 200 the client gets once the tunnel opens.
+func (s *stream) terminatedUp(cl UpstreamCluster, conn net.Conn) {
 	s.startUpstreamDuration(cl)
 	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], conn.LocalAddr())
 	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
@@ -110,17 +129,6 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host, cc *router.
 	s.entry.FirstUpstreamByte = s.m.stamp(now)
 	s.status = 200
 	s.details = "via_upstream"
-	s.outlierResponse()
-	s.mutateUpgradeResponse()
-	s.chargeCode(cl.Stats(), 200)
-	if !s.upg.connect {
-		s.postTunnel(tunnelEnd{r: conn, w: conn, conn: conn})
-		return
-	}
-	if !s.openTunnel() {
-		return
-	}
-	s.runTunnel(tunnelEnd{r: conn, w: conn, conn: conn})
 }
 
 // writeConnectProxyHeader starts the payload of a terminated CONNECT with

@@ -151,16 +151,5 @@ func (f *Filter) Close() error {
 // Shutdown closes the filter and waits, until ctx ends at the latest, for
 // its lookups to be gone. It implements udpfilter.Filter.
 func (f *Filter) Shutdown(ctx context.Context) error {
-	_ = f.Close()
-	done := make(chan struct{})
-	go func() {
-		f.lookups.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return udpfilter.CloseAndWait(ctx, f, &f.lookups)
 }

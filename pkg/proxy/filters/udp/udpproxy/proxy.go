@@ -255,18 +255,7 @@ func (p *Proxy) Close() error {
 // the sessions' upstream readers to finish. It implements
 // udpfilter.Filter.
 func (p *Proxy) Shutdown(ctx context.Context) error {
-	_ = p.Close()
-	done := make(chan struct{})
-	go func() {
-		p.readers.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return udpfilter.CloseAndWait(ctx, p, &p.readers)
 }
 
 // ActiveSessions returns the number of live sessions.
