@@ -97,10 +97,11 @@ func (s *Server) subscribeClustersFile(cds *corev3.ConfigSource) error {
 // response whole, with the paths of every bad cluster, and the clusters in
 // service stay as they were. A cluster equal to the discovered one of its
 // name was checked when it arrived and is not checked again (see
-// cluster.Manager.ApplyDiscoveredChecked). It runs on the stream
-// goroutine.
+// cluster.Manager.ApplyDiscoveredChecked), nor scanned again for
+// deprecated fields: a state-of-the-world control plane resends every
+// cluster at each change, and scanning 10,000 unchanged ones took longer
+// than applying the change. It runs on the stream goroutine.
 func (s *Server) applyClusterUpdate(u xds.Update) error {
-	s.warnDeprecatedResources(u)
 	cfgs := make([]*clusterv3.Cluster, 0, len(u.Resources))
 	for i, r := range u.Resources {
 		c, ok := r.(*clusterv3.Cluster)
@@ -110,6 +111,7 @@ func (s *Server) applyClusterUpdate(u xds.Update) error {
 		cfgs = append(cfgs, c)
 	}
 	check := func(i int, c *clusterv3.Cluster) error {
+		s.warnDeprecatedResource(i, c)
 		var errs []error
 		if err := bootstrap.ValidateCluster(c, s.ext); err != nil {
 			errs = append(errs, fieldpath.Prefix("resources["+strconv.Itoa(i)+"].", err))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
@@ -32,8 +34,14 @@ func (s *Server) warnDeprecated(fields []bootstrap.DeprecatedField) {
 // on every update that brings the resource, before it is applied.
 func (s *Server) warnDeprecatedResources(u xds.Update) {
 	for i, r := range u.Resources {
-		if fields := s.deprecated.Scan(r, "resources["+strconv.Itoa(i)+"]"); len(fields) > 0 {
-			s.warnDeprecated(fields)
-		}
+		s.warnDeprecatedResource(i, r)
+	}
+}
+
+// warnDeprecatedResource warns about and counts the deprecated fields and
+// enum values of resource i of an update.
+func (s *Server) warnDeprecatedResource(i int, r proto.Message) {
+	if fields := s.deprecated.Scan(r, "resources["+strconv.Itoa(i)+"]"); len(fields) > 0 {
+		s.warnDeprecated(fields)
 	}
 }
