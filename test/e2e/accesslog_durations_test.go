@@ -50,7 +50,11 @@ var _ = Describe("Access-log durations", func() {
 			}
 			return len(durations)
 		}, 10*time.Second).Should(Equal(2))
-		Expect(durations["/body"]).To(BeNumerically(">=", 290), "the body came 300 ms after the head")
-		Expect(durations["/head"]).To(BeNumerically("<", 290), "a request without a body ends with its head")
+		// The proxy stamps the request's start when it reads the head,
+		// which a loaded machine can delay by tens of milliseconds after
+		// the client wrote it: the bound tells the body's 300 ms from a
+		// head alone without depending on that delay.
+		Expect(durations["/body"]).To(BeNumerically(">=", 200), "the body came 300 ms after the head")
+		Expect(durations["/head"]).To(BeNumerically("<", 200), "a request without a body ends with its head")
 	})
 })
